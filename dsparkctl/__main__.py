@@ -1,0 +1,3 @@
+from dsparkctl.cli import main
+
+main()

@@ -1,0 +1,47 @@
+"""The ``dsparkctl`` command line.
+
+Each command lives in ``dsparkctl/commands/<name>.py`` and registers itself
+here; command modules import heavy dependencies (torch) only inside the
+command body so that ``dsparkctl doctor`` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import typer
+
+from dsparkctl import __version__
+
+app = typer.Typer(
+    name="dsparkctl",
+    help="Diagnose, patch and prove DeepSeek-V4-Flash + DSpark deployments "
+    "(SGLang + FlashInfer, SM120/SM121).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+_COMMAND_MODULES = ("doctor",)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"dsparkctl {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    """Diagnose, patch and prove DSpark deployments."""
+
+
+for _name in _COMMAND_MODULES:
+    importlib.import_module(f"dsparkctl.commands.{_name}").register(app)
+
+
+def main() -> None:
+    app()
