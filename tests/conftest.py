@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import realwheels  # noqa: E402
+import realwheels
 
 
 def _has_cuda() -> bool:
