@@ -1,0 +1,241 @@
+"""``dsparkctl doctor``: gather the facts, plan the calls, judge, and build the report.
+
+This is the I/O side (probing the machine and the target environment); the
+judging is delegated to pure modules (plan, plan_findings, pitfalls) so that
+``report merge`` and the tests can reuse them. Nothing here imports torch or
+flashinfer unless ``--import`` asks for it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dsparkctl import __version__, envvars, flashinfer_dispatch, gpus, pitfalls, probe
+from dsparkctl.cmdline import parse_launch_line
+from dsparkctl.errors import UsageError
+from dsparkctl.findings import Finding, Severity, envelope, verdict_of
+from dsparkctl.flashinfer_support import Dsv4Support
+from dsparkctl.model_config import ModelConfig, load_model_config
+from dsparkctl.plan import Plan, ServingConfig, make_plan
+from dsparkctl.plan_findings import first_covering_version, missing_kernel_findings
+
+
+@dataclass
+class DoctorOptions:
+    """Everything the command line can say; ``None`` means "not given"."""
+
+    python: str | None = None
+    site_packages: Path | None = None
+    model: str | None = None
+    from_cmdline: str | None = None
+    tp: int | None = None
+    dp: int | None = None
+    enable_dp_attention: bool | None = None
+    gamma: int | None = None
+    speculative_algorithm: str | None = None
+    cuda_graph_max_bs: int | None = None
+    max_running_requests: int | None = None
+    disable_cuda_graph_padding: bool | None = None
+    sglang_version: str | None = None
+    flashinfer_version: str | None = None
+    do_import: bool = False
+    probe_gpus: bool = True
+    environ: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+
+
+@dataclass
+class DoctorReport:
+    host: Any
+    gpu_report: Any
+    target: Any
+    env: dict[str, str]
+    nvcc: str | None
+    flashinfer_version: str | None
+    support: Dsv4Support | None
+    flashinfer_files: dict[str, str]
+    sglang_version: str | None
+    sglang_flashinfer_pin: str | None
+    model: ModelConfig
+    serving: ServingConfig
+    plan: Plan
+    findings: list[Finding]
+    judged: bool
+
+    @property
+    def verdict(self) -> str:
+        return verdict_of(self.findings, judged=self.judged)
+
+    def to_json(self) -> dict[str, Any]:
+        fi: dict[str, Any] = {"version": self.flashinfer_version, "dsv4_decode": None}
+        if self.support is not None:
+            fi = self.support.to_json()
+            fi["version"] = self.flashinfer_version
+        fi["files"] = self.flashinfer_files
+        return envelope(
+            "doctor", self.findings, judged=self.judged,
+            dsparkctl_version=__version__,
+            host=self.host.to_json(),
+            gpus=[g.to_json() for g in self.gpu_report.gpus],
+            gpu_topology=self.gpu_report.to_json(),
+            target=self.target.to_json(),
+            packages=dict(self.target.packages),
+            env=self.env,
+            nvcc=self.nvcc,
+            flashinfer=fi,
+            sglang={"version": self.sglang_version, "flashinfer_pin": self.sglang_flashinfer_pin},
+            model=self.model.to_json(),
+            plan=self.plan.to_json(),
+        )
+
+
+_PIN_RE = re.compile(r"^Requires-Dist:\s*flashinfer[-_]python(?:\[[^\]]*\])?\s*([^;\s][^;]*)?", re.I | re.M)
+
+
+def sglang_flashinfer_pin(site_dirs: list[str], sglang_version: str | None) -> str | None:
+    """The flashinfer-python requirement in the installed SGLang's metadata (e.g. ``==0.6.15.post1``)."""
+    if not sglang_version:
+        return None
+    for d in site_dirs:
+        meta = Path(d) / f"sglang-{sglang_version}.dist-info" / "METADATA"
+        if meta.is_file():
+            m = _PIN_RE.search(meta.read_text(encoding="utf-8", errors="replace"))
+            return m.group(1).strip() if m and m.group(1) else None
+    return None
+
+
+def _serving_config(opts: DoctorOptions) -> tuple[ServingConfig, str | None]:
+    base, model_path = (parse_launch_line(opts.from_cmdline) if opts.from_cmdline
+                        else (ServingConfig(), None))
+    overrides = {
+        k: getattr(opts, k)
+        for k in ("tp", "dp", "enable_dp_attention", "gamma", "speculative_algorithm",
+                  "cuda_graph_max_bs", "max_running_requests", "disable_cuda_graph_padding",
+                  "sglang_version")
+        if getattr(opts, k) is not None
+    }
+    return dataclasses.replace(base, **overrides), model_path
+
+
+def _target(opts: DoctorOptions) -> Any:
+    if opts.python and opts.site_packages:
+        raise UsageError("--python and --site-packages name two targets; give one of them")
+    if opts.site_packages:
+        return probe.probe_site_packages(Path(opts.site_packages))
+    if opts.python:
+        return probe.probe_python(opts.python)
+    return probe.probe_current()
+
+
+def run_doctor(opts: DoctorOptions) -> DoctorReport:
+    serving, cmd_model = _serving_config(opts)
+    model = load_model_config(opts.model or cmd_model)
+    target = _target(opts)
+    host = probe.probe_host()
+    gpu_report = gpus.probe_gpus() if opts.probe_gpus else gpus.GpuReport.empty("GPU probe skipped")
+    findings: list[Finding] = []
+
+    # FlashInfer: what-if table, else the installed tree read statically.
+    installed_fi = target.packages.get("flashinfer-python")
+    files: dict[str, str] = {}
+    support: Dsv4Support | None = None
+    site = target.flashinfer_site()
+    if installed_fi and site is not None:
+        reading = flashinfer_dispatch.read_flashinfer(site)
+        findings.extend(reading.findings)
+        support, files = reading.support, dict(reading.files)
+        if opts.do_import:
+            findings.extend(_import_check(opts, target, support))
+    fi_version = installed_fi
+    if opts.flashinfer_version:
+        support = flashinfer_dispatch.known_support(opts.flashinfer_version)
+        if support is None:
+            raise UsageError(
+                f"--flashinfer-version {opts.flashinfer_version}: no known DSV4 table for that "
+                f"version; known: {', '.join(flashinfer_dispatch.known_versions())}")
+        fi_version = opts.flashinfer_version
+    if support is None:
+        findings.append(Finding(
+            "flashinfer-not-found" if not installed_fi else "flashinfer-unjudged",
+            Severity.INFO,
+            "No FlashInfer to judge the plan against" if not installed_fi
+            else f"FlashInfer {installed_fi} could not be read; the plan is not judged",
+            "Run doctor in (or with --python pointing at) the serving environment, or ask "
+            "'what if' with --flashinfer-version X.",
+        ))
+
+    sglang_version = serving.sglang_version or target.packages.get("sglang")
+    serving = dataclasses.replace(serving, sglang_version=sglang_version)
+    serving.validate(model)
+    plan = make_plan(model, serving, support)
+
+    upgrade_to = None
+    if support is not None and any(c.supported is False for c in plan.calls):
+        upgrade_to = first_covering_version(
+            flashinfer_dispatch.known_versions(),
+            lambda s: make_plan(model, serving, s),
+            flashinfer_dispatch.known_support,
+        )
+    findings.extend(missing_kernel_findings(plan.calls, flashinfer_version=fi_version,
+                                            upgrade_to=upgrade_to))
+    findings.extend(plan_error_findings(plan))
+
+    env = envvars.collect(opts.environ)
+    pin = sglang_flashinfer_pin(list(target.site_packages), target.packages.get("sglang"))
+    packages = dict(target.packages)
+    if opts.flashinfer_version:
+        packages["flashinfer-python"] = opts.flashinfer_version
+    facts = pitfalls.Facts(
+        packages=packages,
+        env={k: v for k, v in opts.environ.items() if k in env},
+        gpu_ccs=tuple(g.compute_capability for g in gpu_report.gpus),
+        topology=tuple(tuple(r) for r in gpu_report.topology),
+        torch_cuda=target.torch_cuda,
+        cuda_driver_version=gpu_report.cuda_driver_version,
+        nvcc_version=probe.nvcc_version(),
+        speculative=serving.speculative_algorithm,
+        tp=serving.tp, dp=serving.dp, enable_dp_attention=serving.enable_dp_attention,
+        gamma=plan.gamma,
+        disable_cuda_graph=serving.disable_cuda_graph,
+        disable_custom_all_reduce=bool(serving.extra_flags.get("disable_custom_all_reduce")),
+        sglang_flashinfer_pin=pin,
+    )
+    findings.extend(pitfalls.evaluate(facts))
+    if gpu_report.note:
+        findings.append(Finding("gpu-probe", Severity.INFO, gpu_report.note,
+                                "Doctor still judges the plan; GPU-dependent pitfalls were not checked."))
+
+    return DoctorReport(
+        host=host, gpu_report=gpu_report, target=target, env=env, nvcc=facts.nvcc_version,
+        flashinfer_version=fi_version, support=support, flashinfer_files=files,
+        sglang_version=sglang_version, sglang_flashinfer_pin=pin, model=model, serving=serving,
+        plan=plan, findings=findings, judged=support is not None,
+    )
+
+
+def plan_error_findings(plan: Plan) -> list[Finding]:
+    """Prefill-sized calls the prefill dispatcher rejects (not covered by the decode finding)."""
+    bad = [(c, sorted(n for n, p in c.paths.items() if p == "error" and n > 64)) for c in plan.calls]
+    bad = [(c, ns) for c, ns in bad if ns]
+    if not bad:
+        return []
+    return [Finding(
+        "plan-prefill-unsupported", Severity.ERROR,
+        "FlashInfer's SM120 prefill dispatcher rejects calls this configuration submits "
+        "('Unsupported sparse-MLA prefill configuration')",
+        "Upgrade flashinfer-python to 0.7.0 or newer (prefill serves any T with topk % 64 == 0).",
+        ("https://github.com/sgl-project/sglang/pull/34717",),
+        "\n".join(f"{c.phase}: heads={c.num_heads} topk={c.topk} extra_topk={c.extra_topk} "
+                  f"num_tokens={ns}" for c, ns in bad),
+    )]
+
+
+def _import_check(opts: DoctorOptions, target: Any, static: Dsv4Support | None) -> list[Finding]:
+    from dsparkctl import flashinfer_runtime
+
+    python = opts.python or target.python
+    return flashinfer_runtime.check_against_static(python, static)

@@ -1,0 +1,113 @@
+"""Turn a plan into findings: shapes without a kernel, and the exact fixes.
+
+Pure logic. The fix for a missing shape is either a FlashInfer release that
+serves every planned call (found by re-planning against each known published
+table, oldest first, so the operator gets the smallest upgrade) or routing
+the shapes to the bundled kernel with ``dsparkctl install-kernels``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Protocol
+
+from dsparkctl.findings import Finding, Severity
+from dsparkctl.flashinfer_support import Dsv4Support
+
+SEED_000 = "https://github.com/sgl-project/sglang/issues/33985"
+FI_4380 = "https://github.com/flashinfer-ai/flashinfer/pull/4380"
+FI_4802 = "https://github.com/flashinfer-ai/flashinfer/pull/4802"
+
+_PATH_TEXT = {
+    "assert": "falls through to the prefill kernel and aborts in CUDA-graph capture with "
+    "'Check failed: num_tokens > 64'",
+    "error": "raises (no kernel for this shape)",
+}
+
+
+class CallLike(Protocol):
+    phase: str
+    num_heads: int
+    topk: int
+    extra_topk: int
+    paths: Mapping[int, str]
+    supported: bool | None
+
+
+class PlanLike(Protocol):
+    calls: Sequence[CallLike]
+
+
+def _failing(call: CallLike) -> dict[int, str]:
+    return {n: p for n, p in call.paths.items() if p in ("assert", "error")}
+
+
+def first_covering_version(
+    versions: Sequence[str],
+    replan: Callable[[Dsv4Support], PlanLike],
+    known: Callable[[str], Dsv4Support | None],
+) -> str | None:
+    """Oldest known FlashInfer release under which every planned call is served."""
+    for v in versions:
+        support = known(v)
+        if support is None:
+            continue
+        plan = replan(support)
+        if all(c.supported is not False for c in plan.calls):
+            return v
+    return None
+
+
+def missing_kernel_findings(
+    calls: Iterable[CallLike], *, flashinfer_version: str | None, upgrade_to: str | None,
+    routed: Callable[[int, int], bool] | None = None,
+) -> list[Finding]:
+    """One error naming every unserved shape and its num_tokens, or an info when routed."""
+    missing: list[tuple[CallLike, dict[int, str]]] = []
+    served_by_route: list[CallLike] = []
+    for call in calls:
+        bad = _failing(call)
+        if not bad:
+            continue
+        heads, topk = call.num_heads, call.topk
+        if routed is not None and routed(heads, topk):
+            served_by_route.append(call)
+        else:
+            missing.append((call, bad))
+    out: list[Finding] = []
+    if missing:
+        lines = []
+        for call, bad in missing:
+            kinds = sorted(set(bad.values()))
+            lines.append(
+                f"{call.phase}: heads={call.num_heads} topk={call.topk} "
+                f"extra_topk={call.extra_topk} num_tokens={sorted(bad)} -> "
+                + "; ".join(_PATH_TEXT[k] for k in kinds)
+            )
+        shapes = sorted({(c.num_heads, c.topk) for c, _ in missing})
+        fi = f"FlashInfer {flashinfer_version}" if flashinfer_version else "This FlashInfer"
+        fixes = []
+        if upgrade_to:
+            fixes.append(f"pip install 'flashinfer-python=={upgrade_to}' (oldest release that "
+                         f"serves every planned call)")
+        fixes.append("dsparkctl install-kernels (builds the bundled any-shape kernel and routes "
+                     "these shapes to it)")
+        out.append(Finding(
+            "plan-missing-kernel", Severity.ERROR,
+            f"{fi} has no sparse-MLA decode kernel for {', '.join(f'({h}, {k})' for h, k in shapes)}"
+            " (heads, topk) that this configuration submits",
+            " or ".join(fixes),
+            (SEED_000, FI_4380, FI_4802),
+            "\n".join(lines),
+            {"shapes": [list(s) for s in shapes], "upgrade_to": upgrade_to},
+        ))
+    if served_by_route:
+        shapes = sorted({(c.num_heads, c.topk) for c in served_by_route})
+        out.append(Finding(
+            "plan-routed-to-bundled", Severity.INFO,
+            "Shapes FlashInfer cannot serve are routed to dsparkctl's bundled kernel: "
+            + ", ".join(f"({h}, {k})" for h, k in shapes),
+            "Nothing to do; `dsparkctl patches status` shows the routing.",
+            (), "", {"shapes": [list(s) for s in shapes]},
+        ))
+    return out

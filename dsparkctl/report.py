@@ -1,0 +1,172 @@
+"""Human rendering of the doctor report (rich), section by section.
+
+Rendering works from the report's JSON form only, so that a merged cluster
+report or a saved ``--json`` file renders exactly like a live run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from dsparkctl.flashinfer_support import Dsv4Support
+
+SEV_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+VERDICT_STYLE = {"healthy": "bold green", "problems": "bold red", "unknown": "bold yellow"}
+MATRIX_HEADS = (8, 16, 24, 32, 64, 128)
+MATRIX_TOPKS = (128, 192, 256, 512, 1024, 2048)
+
+
+def compact_ints(values: Iterable[int]) -> str:
+    """``[1,2,3,4,10,12,14]`` -> ``1-4, 10-14/2``: ladders stay readable in a table cell."""
+    vs = sorted(set(values))
+    if not vs:
+        return "-"
+    parts: list[str] = []
+    i = 0
+    while i < len(vs):
+        j = i
+        step = vs[i + 1] - vs[i] if i + 1 < len(vs) else 1
+        while j + 1 < len(vs) and vs[j + 1] - vs[j] == step:
+            j += 1
+        if j - i >= 2:
+            parts.append(f"{vs[i]}-{vs[j]}" + (f"/{step}" if step != 1 else ""))
+            i = j + 1
+        else:
+            parts.append(str(vs[i]))
+            i += 1
+    return ", ".join(parts)
+
+
+def _kv(table: Table, key: str, value: Any) -> None:
+    table.add_row(key, "-" if value in (None, "", [], {}) else str(value))
+
+
+def _support_from_json(fi: dict[str, Any]) -> Dsv4Support | None:
+    d = fi.get("dsv4_decode")
+    if not d:
+        return None
+    pairs = frozenset(tuple(p) for p in d["pairs"]) if d.get("pairs") is not None else None
+    return Dsv4Support(version=fi.get("version"), kind=d["kind"], source=d["source"],
+                       pairs=pairs, any_topk=d.get("any_topk", False))  # type: ignore[arg-type]
+
+
+def coverage_matrix(fi: dict[str, Any], planned: Sequence[tuple[int, int]]) -> Table | None:
+    """heads x topk: which decode kernels exist, with the planned shapes marked."""
+    support = _support_from_json(fi)
+    if support is None:
+        return None
+    heads = sorted(set(MATRIX_HEADS) | {h for h, _ in planned})
+    topks = sorted(set(MATRIX_TOPKS) | {k for _, k in planned})
+    planned_set = set(planned)
+    t = Table(title=f"DSV4 decode kernels, FlashInfer {fi.get('version') or '?'} "
+              f"({support.kind}, {support.source}); [b]bold[/b] = planned", show_lines=False)
+    t.add_column("heads \\ topk", justify="right")
+    for k in topks:
+        t.add_column(str(k), justify="center")
+    for h in heads:
+        row = []
+        for k in topks:
+            ok = support.supports_decode(h, k)
+            mark = "✓" if ok else "✗"
+            style = ("green" if ok else "red") + (" bold reverse" if (h, k) in planned_set else "")
+            row.append(Text(mark, style=style))
+        t.add_row(str(h), *row)
+    return t
+
+
+def render_doctor(doc: dict[str, Any], console: Console) -> None:
+    console.rule(f"dsparkctl doctor {doc.get('dsparkctl_version', '')}")
+
+    host = doc.get("host", {})
+    t = Table(show_header=False, box=None, pad_edge=False)
+    t.add_column(style="bold")
+    t.add_column()
+    for k, v in host.items():
+        _kv(t, k, v)
+    tgt = doc.get("target", {})
+    _kv(t, "target", f"{tgt.get('source')}: {tgt.get('python') or ''} "
+        f"{', '.join(tgt.get('site_packages', [])[:2])}")
+    _kv(t, "nvcc", doc.get("nvcc"))
+    console.print(Panel(t, title="Host", expand=False))
+
+    gl = doc.get("gpus", [])
+    topo = doc.get("gpu_topology", {})
+    if gl:
+        g = Table(title="GPUs")
+        for col in ("#", "name", "cc", "memory", "driver"):
+            g.add_column(col)
+        for i, gpu in enumerate(gl):
+            mem = gpu.get("memory_total_bytes") or 0
+            g.add_row(str(i), gpu.get("name", "?"), gpu.get("compute_capability", "?"),
+                      f"{mem / 2**30:.0f} GiB", str(gpu.get("driver_version", "?")))
+        console.print(g)
+        matrix = topo.get("topology") or []
+        if len(matrix) > 1:
+            m = Table(title="GPU topology")
+            m.add_column("")
+            for i in range(len(matrix)):
+                m.add_column(f"GPU{i}")
+            for i, row in enumerate(matrix):
+                m.add_row(f"GPU{i}", *row)
+            console.print(m)
+    else:
+        console.print(f"[yellow]GPUs:[/yellow] {topo.get('note') or 'none found'}")
+
+    p = Table(title="Packages (target environment)")
+    p.add_column("package")
+    p.add_column("version")
+    for name, ver in doc.get("packages", {}).items():
+        p.add_row(name, ver or Text("-", style="dim"))
+    console.print(p)
+    env = doc.get("env", {})
+    if env:
+        e = Table(title="Environment (secrets redacted)")
+        e.add_column("name")
+        e.add_column("value", overflow="fold")
+        for k, v in sorted(env.items()):
+            e.add_row(k, v)
+        console.print(e)
+
+    plan = doc.get("plan", {})
+    calls = plan.get("calls", [])
+    fi = doc.get("flashinfer", {})
+    matrix_t = coverage_matrix(fi, [(c["num_heads"], c["topk"]) for c in calls])
+    if matrix_t is not None:
+        console.print(matrix_t)
+    pt = Table(title=f"Plan: sglang {plan.get('sglang_version') or '?'}, tp {plan.get('tp')}, "
+               f"dp {plan.get('dp')}, attn_tp {plan.get('attn_tp', '?')}, gamma {plan.get('gamma')}")
+    for col in ("phase", "heads", "topk", "extra", "num_tokens (captured)", "path", "ok"):
+        pt.add_column(col)
+    for c in calls:
+        ok = c.get("supported")
+        pt.add_row(
+            c["phase"], str(c["num_heads"]), str(c["topk"]), str(c.get("extra_topk", 0)),
+            compact_ints(c.get("num_tokens", [])), c.get("path", "?"),
+            Text("yes", style="green") if ok else Text("no", style="bold red") if ok is False
+            else Text("?", style="yellow"),
+        )
+    console.print(pt)
+    for note in plan.get("notes", []):
+        console.print(f"[dim]note: {note}[/dim]")
+
+    findings = doc.get("findings", [])
+    if findings:
+        console.rule("Findings")
+    for f in findings:
+        sev = f["severity"]
+        console.print(Text.assemble((f"[{sev.upper()}] ", SEV_STYLE[sev]), (f["id"], "bold"),
+                                    f": {f['title']}"))
+        if f.get("detail"):
+            console.print(Text(f["detail"], style="dim"), soft_wrap=True)
+        if f.get("fix"):
+            console.print(Text.assemble(("  fix: ", "bold green"), f["fix"]), soft_wrap=True)
+        for r in f.get("refs", []):
+            console.print(f"  [dim]ref: {r}[/dim]")
+    verdict = doc.get("verdict", "unknown")
+    console.print(Text(f"verdict: {verdict}", style=VERDICT_STYLE.get(verdict, "bold")))
