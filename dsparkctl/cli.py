@@ -22,7 +22,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-_COMMAND_MODULES = ("doctor",)
+_COMMAND_MODULES = ("doctor", "report")
 
 
 def _version(value: bool) -> None:

@@ -155,6 +155,11 @@ def render_doctor(doc: dict[str, Any], console: Console) -> None:
     for note in plan.get("notes", []):
         console.print(f"[dim]note: {note}[/dim]")
 
+    render_findings(doc, console)
+
+
+def render_findings(doc: dict[str, Any], console: Console) -> None:
+    """Findings (with fixes and references) and the verdict line: shared by every command."""
     findings = doc.get("findings", [])
     if findings:
         console.rule("Findings")
@@ -164,9 +169,50 @@ def render_doctor(doc: dict[str, Any], console: Console) -> None:
                                     f": {f['title']}"))
         if f.get("detail"):
             console.print(Text(f["detail"], style="dim"), soft_wrap=True)
+        ranks = (f.get("data") or {}).get("ranks")
+        if ranks:
+            console.print(Text(f"  on: {', '.join(ranks)}", style="dim"), soft_wrap=True)
         if f.get("fix"):
             console.print(Text.assemble(("  fix: ", "bold green"), f["fix"]), soft_wrap=True)
         for r in f.get("refs", []):
             console.print(f"  [dim]ref: {r}[/dim]")
     verdict = doc.get("verdict", "unknown")
     console.print(Text(f"verdict: {verdict}", style=VERDICT_STYLE.get(verdict, "bold")))
+
+
+def render_cluster(doc: dict[str, Any], console: Console) -> None:
+    console.rule(f"dsparkctl {doc.get('command', 'doctor')} --cluster: "
+                 f"{doc.get('world_size')} ranks")
+    t = Table(title="Ranks")
+    for col in ("rank", "node", "local", "GPU", "cc", "driver", "flashinfer", "sglang", "verdict"):
+        t.add_column(col)
+    for r in doc.get("ranks", []):
+        pk = r.get("packages") or {}
+        t.add_row(str(r.get("rank")), str(r.get("node")), str(r.get("local_rank")),
+                  str(r.get("gpu") or "-"), str(r.get("compute_capability") or "-"),
+                  str(r.get("driver_version") or "-"), str(pk.get("flashinfer-python") or "-"),
+                  str(pk.get("sglang") or "-"),
+                  Text(str(r.get("verdict")), style=VERDICT_STYLE.get(str(r.get("verdict")), "")))
+    console.print(t)
+    for node, info in (doc.get("nodes") or {}).items():
+        p2p = info.get("p2p") or []
+        if len(p2p) > 1:
+            m = Table(title=f"P2P access, {node}")
+            m.add_column("")
+            for i in range(len(p2p)):
+                m.add_column(f"GPU{i}")
+            for i, row in enumerate(p2p):
+                m.add_row(f"GPU{i}", *["X" if i == j else ("yes" if v else "no" if v is False else "?")
+                                      for j, v in enumerate(row)])
+            console.print(m)
+    ar = doc.get("allreduce") or []
+    if ar:
+        a = Table(title="All-reduce per TP group (rank 0 of each group)")
+        for col in ("group", "bytes", "correct", "time us", "bus GB/s"):
+            a.add_column(col)
+        for row in ar:
+            bw = row.get("bus_bandwidth_gbps")
+            a.add_row(str(row.get("group")), str(row.get("bytes")), str(row.get("correct")),
+                      f"{row.get('time_us', 0):.1f}", f"{bw:.2f}" if bw else "-")
+        console.print(a)
+    render_findings(doc, console)

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from dsparkctl.errors import UsageError
 from dsparkctl.findings import EXIT_CODES
 from dsparkctl.output import console, emit_json, fail_usage
+
+if TYPE_CHECKING:
+    from dsparkctl.doctor import DoctorOptions
 
 
 def doctor(
@@ -36,6 +40,10 @@ def doctor(
         None, "--flashinfer-version", help="What if: judge against this published FlashInfer's table."),
     do_import: bool = typer.Option(False, "--import", help="Also import FlashInfer in the target "
                                    "interpreter and compare its runtime answer with the static reading."),
+    cluster: bool = typer.Option(False, "--cluster", help="Run on every rank under torchrun/srun; "
+                                 "rank 0 prints one cluster report (skew, P2P, all-reduce checks)."),
+    timeout: float = typer.Option(60.0, "--timeout", help="Cluster mode: seconds before a "
+                                  "collective or a missing rank becomes a finding."),
     as_json: bool = typer.Option(False, "--json", help="Print only JSON."),
 ) -> None:
     """Inspect an installation, plan the kernel shapes a DSpark config needs, report what is
@@ -54,6 +62,8 @@ def doctor(
         flashinfer_version=flashinfer_version, do_import=do_import,
     )
     try:
+        if cluster:
+            _cluster(opts, timeout, as_json)
         report = run_doctor(opts)
     except UsageError as exc:
         fail_usage(str(exc))
@@ -65,6 +75,34 @@ def doctor(
 
         render_doctor(doc, console)
     raise typer.Exit(EXIT_CODES[doc["verdict"]])
+
+
+def _cluster(opts: DoctorOptions, timeout: float, as_json: bool) -> None:
+    """Every rank runs doctor on itself; rank 0 merges. Exits the process (a wedged
+    collective thread must not keep the tool alive)."""
+    import os
+    import sys
+
+    from dsparkctl import cluster, distributed
+    from dsparkctl.doctor import run_doctor
+
+    def local(de: distributed.DistEnv) -> dict:
+        return run_doctor(opts).to_json()
+
+    _, reports, findings = distributed.run_cluster(local, tp=opts.tp, timeout_s=timeout)
+    code = 0
+    if reports is not None:
+        doc = cluster.merge(reports, extra_findings=findings)
+        if as_json:
+            emit_json(doc)
+        else:
+            from dsparkctl.report import render_cluster
+
+            render_cluster(doc, console)
+        code = EXIT_CODES[doc["verdict"]]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def register(app: typer.Typer) -> None:
