@@ -139,14 +139,19 @@ def run_cluster(
     pgs = [dist.new_group(g) for g in groups]  # every rank must create every group
     mine = next(i for i, g in enumerate(groups) if de.rank in g)
     hang_rank = os.environ.get(FAULT_HANG_ENV)
+    error = None
     if hang_rank is not None and int(hang_rank) == de.rank:
         done, rows = False, None  # fault injection: behave as a wedged peer
         time.sleep(timeout_s + 1)
     else:
-        done, rows = _run_with_deadline(
-            lambda: allreduce_check(dist, torch, pgs[mine], groups[mine], de.rank, device,
-                                    sizes, iters), timeout_s)
-    report["allreduce"] = {"group": groups[mine], "completed": done, "results": rows or []}
+        try:
+            done, rows = _run_with_deadline(
+                lambda: allreduce_check(dist, torch, pgs[mine], groups[mine], de.rank, device,
+                                        sizes, iters), timeout_s)
+        except Exception as exc:  # the backend's own timeout fired first
+            done, rows, error = False, None, f"{type(exc).__name__}: {exc}"[:500]
+    report["allreduce"] = {"group": groups[mine], "completed": done, "results": rows or [],
+                           "error": error}
 
     store.set(f"dsparkctl/report/{de.rank}", json.dumps(report, default=str))
     if de.rank != 0:
@@ -181,7 +186,7 @@ def allreduce_findings(reports: Sequence[dict[str, Any]], timeout_s: float) -> l
                 f"all-reduce did not finish within {timeout_s:.0f} s on {who}",
                 "On PCIe-only boxes (topology PHB/SYS) export NCCL_P2P_DISABLE=1 and serve with "
                 "--disable-custom-all-reduce; check `nvidia-smi topo -m` and the IOMMU/ACS settings.",
-                data={"rank": rep.get("rank")}))
+                detail=ar.get("error") or "", data={"rank": rep.get("rank")}))
         elif any(not row.get("correct") for row in ar.get("results", [])):
             out.append(Finding(
                 "cluster-allreduce-wrong", Severity.ERROR, f"all-reduce returned a wrong sum on {who}",
