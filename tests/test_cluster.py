@@ -1,0 +1,130 @@
+"""Cluster mode on CPU: gloo on loopback, ranks spawned by the test, bounded time.
+
+Each rank is a real `python -m dsparkctl doctor --cluster --json` process with
+the launcher variables torchrun would set; the skew is real too (rank 1 reads a
+site-packages with another FlashInfer wheel).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dsparkctl import cluster
+from dsparkctl.distributed import FAULT_HANG_ENV, tp_groups
+from dsparkctl.errors import UsageError
+
+pytest.importorskip("torch")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _spawn(world: int, sites: list[Path], extra_env: dict[str, str] | None = None,
+           timeout: float = 20) -> tuple[dict, float, list[subprocess.CompletedProcess]]:
+    port = _free_port()
+    procs = []
+    t0 = time.monotonic()
+    for rank in range(world):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank),
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), CUDA_VISIBLE_DEVICES="",
+                   **(extra_env or {}))
+        cmd = [sys.executable, "-m", "dsparkctl", "doctor", "--cluster", "--json",
+               "--timeout", str(timeout), "--site-packages", str(sites[rank % len(sites)]),
+               "--tp", str(world)]
+        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True))
+    outs = []
+    for p in procs:
+        out, err = p.communicate(timeout=timeout * 4 + 60)
+        outs.append(subprocess.CompletedProcess(p.args, p.returncode, out, err))
+    elapsed = time.monotonic() - t0
+    assert outs[0].stdout.strip(), outs[0].stderr[-3000:]
+    return json.loads(outs[0].stdout), elapsed, outs
+
+
+@pytest.fixture(scope="module")
+def sites(tmp_path_factory: pytest.TempPathFactory, wheels: object) -> list[Path]:
+    root = tmp_path_factory.mktemp("cluster")
+    a = wheels.site_packages(root / "a", [("flashinfer-python", "0.6.18"), ("sglang", "0.5.19")])
+    b = wheels.site_packages(root / "b", [("flashinfer-python", "0.6.15.post1"), ("sglang", "0.5.19")])
+    return [a, b]
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_gathered_report_lists_every_rank(world: int, sites: list[Path]) -> None:
+    doc, _, outs = _spawn(world, [sites[0]])
+    assert doc["schema_version"] >= 1 and doc["cluster"] is True
+    assert sorted(r["rank"] for r in doc["ranks"]) == list(range(world))
+    assert all(not o.stdout.strip() for o in outs[1:]), "only rank 0 prints"
+    rows = doc["allreduce"]
+    assert rows and all(r["correct"] for r in rows)
+    assert not [f for f in doc["findings"] if f["id"].startswith("cluster-skew")]
+
+
+def test_injected_skew_is_reported(sites: list[Path]) -> None:
+    doc, _, _ = _spawn(2, sites)
+    skew = {f["id"]: f for f in doc["findings"]}
+    f = skew["cluster-skew-package-flashinfer-python"]
+    assert f["severity"] == "error"
+    assert "0.6.18" in f["detail"] and "0.6.15.post1" in f["detail"]
+    assert "rank 1" in f["detail"]
+
+
+def test_injected_hang_becomes_a_finding_in_time(sites: list[Path]) -> None:
+    doc, elapsed, _ = _spawn(2, [sites[0]], {FAULT_HANG_ENV: "1"}, timeout=5)
+    ids = [f["id"] for f in doc["findings"]]
+    assert "cluster-allreduce-hang" in ids
+    assert doc["verdict"] == "problems"
+    assert elapsed < 60, f"took {elapsed:.1f} s"
+
+
+def test_report_merge_reproduces_skew(sites: list[Path], tmp_path: Path) -> None:
+    files = []
+    for i, site in enumerate(sites):
+        res = subprocess.run([sys.executable, "-m", "dsparkctl", "doctor", "--json",
+                              "--site-packages", str(site), "--tp", "2"],
+                             capture_output=True, text=True, timeout=120)
+        doc = json.loads(res.stdout)
+        doc.setdefault("host", {})["hostname"] = f"node{i}"
+        f = tmp_path / f"node{i}.json"
+        f.write_text(json.dumps(doc))
+        files.append(str(f))
+    res = subprocess.run([sys.executable, "-m", "dsparkctl", "report", "merge", "--json", *files],
+                         capture_output=True, text=True, timeout=120)
+    merged = json.loads(res.stdout)
+    ids = {f["id"] for f in merged["findings"]}
+    assert "cluster-skew-package-flashinfer-python" in ids
+    assert [r["node"] for r in merged["ranks"]] == ["node0", "node1"]
+    assert res.returncode == 1
+
+
+def test_merge_without_skew_and_tp_groups() -> None:
+    rep = {"rank": 0, "node": "a", "packages": {"sglang": "0.5.19"}, "findings": [],
+           "verdict": "healthy", "gpus": [], "env": {"NCCL_P2P_DISABLE": "1"}}
+    doc = cluster.merge([rep, {**rep, "rank": 1}])
+    assert doc["verdict"] == "healthy" and doc["world_size"] == 2
+    env_skew = cluster.skew_findings([rep, {**rep, "rank": 1, "env": {}}])
+    assert [f.id for f in env_skew] == ["cluster-skew-env-NCCL_P2P_DISABLE"]
+    assert tp_groups(4, 2) == [[0, 1], [2, 3]]
+    with pytest.raises(UsageError):
+        tp_groups(4, 3)
+
+
+def test_report_merge_bad_input(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    res = subprocess.run([sys.executable, "-m", "dsparkctl", "report", "merge", str(bad),
+                          str(tmp_path / "missing.json")], capture_output=True, text=True)
+    assert res.returncode == 2
+    assert "not a JSON report" in res.stderr and "Traceback" not in res.stderr
