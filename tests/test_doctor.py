@@ -1,0 +1,161 @@
+"""doctor end to end against real wheels: the issue's acceptance cases and the JSON contract."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FI_OLD, FI_0618, FI_070, FI_072 = "0.6.15.post1", "0.6.18", "0.7.0", "0.7.2.post1"
+
+
+def doctor(*args: str, timeout: float = 120) -> tuple[int, dict | None, str]:
+    res = subprocess.run([sys.executable, "-m", "dsparkctl", "doctor", *args],
+                         capture_output=True, text=True, timeout=timeout)
+    doc = json.loads(res.stdout) if "--json" in args and res.stdout.strip() else None
+    return res.returncode, doc, res.stdout + res.stderr
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory, wheels: object):
+    cache: dict[tuple[str, str], Path] = {}
+
+    def make(fi: str, sg: str) -> Path:
+        key = (fi, sg)
+        if key not in cache:
+            root = tmp_path_factory.mktemp(f"site-{fi}-{sg}")
+            cache[key] = wheels.site_packages(root, [("flashinfer-python", fi), ("sglang", sg)])
+        return cache[key]
+
+    return make
+
+
+def draft_calls(doc: dict) -> list[dict]:
+    return [c for c in doc["plan"]["calls"] if c["phase"] == "draft"]
+
+
+def test_json_contract_and_missing_shape(site) -> None:
+    code, doc, out = doctor("--site-packages", str(site(FI_OLD, "0.5.17")), "--tp", "2",
+                            "--gamma", "5", "--json")
+    assert code == 1, out
+    assert isinstance(doc["schema_version"], int) and doc["verdict"] == "problems"
+    assert doc["packages"]["flashinfer-python"] == FI_OLD and doc["packages"]["sglang"] == "0.5.17"
+    assert isinstance(doc["gpus"], list)
+    fi = doc["flashinfer"]
+    assert fi["version"] == FI_OLD
+    assert fi["dsv4_decode"]["kind"] == "pairs" and fi["dsv4_decode"]["source"] == "static"
+    assert [64, 192] not in fi["dsv4_decode"]["pairs"] and [64, 128] in fi["dsv4_decode"]["pairs"]
+    plan = doc["plan"]
+    assert plan["sglang_version"] == "0.5.17" and plan["tp"] == 2 and plan["gamma"] == 5
+    (draft,) = [c for c in draft_calls(doc) if c["topk"] == 192]
+    assert draft["num_heads"] == 64 and draft["path"] == "assert" and draft["supported"] is False
+    assert all(n % 5 == 0 for n in draft["num_tokens"])
+    errs = [f for f in doc["findings"] if f["severity"] == "error"]
+    missing = [f for f in errs if f["id"] == "plan-missing-kernel"]
+    assert missing, doc["findings"]
+    assert "install-kernels" in missing[0]["fix"] and "0.6.18" in missing[0]["fix"]
+    for f in doc["findings"]:
+        assert set(f) >= {"id", "severity", "title", "fix", "refs"}
+
+
+def test_0618_serves_draft_with_decode(site) -> None:
+    code, doc, out = doctor("--site-packages", str(site(FI_0618, "0.5.19")), "--tp", "2",
+                            "--gamma", "5", "--json")
+    assert all(c["path"] == "decode" for c in draft_calls(doc)), out
+    assert not [f for f in doc["findings"] if f["id"] == "plan-missing-kernel"]
+    assert code == 0 and doc["verdict"] == "healthy", doc["findings"]
+
+
+@pytest.mark.parametrize("fi", [FI_070, FI_072])
+def test_07x_is_an_envelope(site, fi: str) -> None:
+    _, doc, out = doctor("--site-packages", str(site(fi, "0.5.23")), "--tp", "4", "--json")
+    d = doc["flashinfer"]["dsv4_decode"]
+    assert d["kind"] == "envelope" and d["any_topk"] is True, out
+    assert all(c["supported"] for c in doc["plan"]["calls"] if c["phase"] != "prefill")
+
+
+def test_07_0_with_sglang_0523_flags_the_iteration_crash(site) -> None:
+    _, doc, _ = doctor("--site-packages", str(site(FI_070, "0.5.23")), "--json")
+    assert "sglang-iterates-envelope" in {f["id"] for f in doc["findings"]}
+
+
+def test_what_if_upgrade(site) -> None:
+    code, doc, out = doctor("--site-packages", str(site(FI_OLD, "0.5.17")), "--tp", "2",
+                            "--flashinfer-version", FI_0618, "--json")
+    assert doc["flashinfer"]["dsv4_decode"]["source"] == "known-version", out
+    assert all(c["path"] == "decode" for c in draft_calls(doc))
+    assert code == 0
+    assert "flashinfer-off-sglang-pin" in {f["id"] for f in doc["findings"]}
+
+
+def test_no_flashinfer_and_no_what_if_is_no_verdict(tmp_path: Path, wheels) -> None:
+    sp = wheels.site_packages(tmp_path / "sp", [("sglang", "0.5.19")])
+    code, doc, out = doctor("--site-packages", str(sp), "--json")
+    assert code == 2 and doc["verdict"] == "unknown", out
+
+
+def test_from_cmdline_seed_000(site) -> None:
+    line = ("sglang serve --model-path /models/DeepSeek-V4-Flash-0731 --tp-size 4 "
+            "--kv-cache-dtype fp8_e4m3 --max-running-requests 10 --cuda-graph-max-bs-decode 10 "
+            "--speculative-algorithm DSPARK --speculative-dspark-block-size 5")
+    code, doc, out = doctor("--site-packages", str(site(FI_OLD, "0.5.17")), "--from-cmdline",
+                            line, "--json")
+    assert code == 1, out
+    (draft,) = [c for c in draft_calls(doc) if c["topk"] == 192]
+    assert 50 in draft["num_tokens"] and draft["path"] == "assert"
+
+
+def test_human_report_has_sections(site) -> None:
+    code, _, out = doctor("--site-packages", str(site(FI_OLD, "0.5.17")), "--tp", "2")
+    assert code == 1
+    for needle in ("Packages", "DSV4 decode kernels", "Plan", "plan-missing-kernel",
+                   "verdict: problems", "fix:"):
+        assert needle in out, needle
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("--site-packages", "/nonexistent/site"), "/nonexistent/site"),
+        (("--model", "/nonexistent/config.json"), "/nonexistent/config.json"),
+        (("--gamma", "0"), "gamma"),
+        (("--tp", "3"), "tp"),
+        (("--from-cmdline", "sglang serve --tp-size 'four"), "launch line"),
+        (("--python", "/nonexistent/python"), "/nonexistent/python"),
+        (("--flashinfer-version", "9.9.9"), "9.9.9"),
+    ],
+)
+def test_bad_input_is_one_clear_line(args: tuple[str, ...], needle: str, tmp_path: Path) -> None:
+    code, _, out = doctor(*args, "--json")
+    assert code == 2, out
+    assert "Traceback" not in out
+    assert needle.lower() in out.lower()
+
+
+def test_malformed_config_json(tmp_path: Path) -> None:
+    cfg = tmp_path / "config.json"
+    cfg.write_text("{ not json")
+    code, _, out = doctor("--model", str(cfg))
+    assert code == 2 and "Traceback" not in out and "config.json" in out
+
+
+def test_default_path_imports_neither_torch_nor_flashinfer(site) -> None:
+    code = (
+        "import sys, runpy\n"
+        f"sys.argv = ['dsparkctl', 'doctor', '--json', '--site-packages', {str(site(FI_OLD, '0.5.17'))!r}]\n"
+        "try:\n    runpy.run_module('dsparkctl', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "bad = [m for m in ('torch', 'flashinfer') if m in sys.modules]\n"
+        "sys.stderr.write('IMPORTED:' + ','.join(bad))\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "IMPORTED:" in res.stderr
+    assert res.stderr.rsplit("IMPORTED:", 1)[1].strip() == ""
+    # and the default target (this interpreter, which has torch installed) too
+    res = subprocess.run([sys.executable, "-c", code.replace(
+        f", '--site-packages', {str(site(FI_OLD, '0.5.17'))!r}", "")],
+        capture_output=True, text=True, timeout=120)
+    assert res.stderr.rsplit("IMPORTED:", 1)[1].strip() == ""
