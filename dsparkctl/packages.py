@@ -62,6 +62,7 @@ TRACKED_MODULES: tuple[str, ...] = (
 _NORMALISE = re.compile(r"[-_.]+")
 _META_SUFFIXES = (".dist-info", ".egg-info")
 # setuptools' strict editable installs map import names to source folders here.
+_PTH_PATH_JOIN = re.compile(r"os\.path\.join\(\s*(\w+)\.__path__\[0\]\s*,\s*['\"]([\w./-]+)['\"]\s*\)")
 _EDITABLE_FINDER = re.compile(r"^__editable___.*_finder\.py$")
 
 
@@ -202,9 +203,12 @@ def _editable_mapping(path: Path) -> dict[str, str]:
 
 
 def pth_paths(site: Path) -> list[Path]:
-    """Folders a site dir's ``.pth`` files add to ``sys.path`` (``import`` lines skipped).
+    """Folders a site dir's ``.pth`` files add to ``sys.path``, without running them.
 
-    Only needed offline: a live interpreter has already applied them.
+    Plain path lines are taken as they are; ``import`` lines only in the
+    ``os.path.join(<package>.__path__[0], '<sub>')`` form that
+    nvidia-cutlass-dsl uses. Only needed offline: a live interpreter has
+    already applied them.
     """
     out: list[Path] = []
     try:
@@ -218,7 +222,15 @@ def pth_paths(site: Path) -> list[Path]:
             continue
         for line in text.splitlines():
             line = line.strip()
-            if not line or line.startswith(("#", "import ", "import\t")):
+            if not line or line.startswith("#"):
+                continue
+            if line.startswith(("import ", "import\t")):
+                # nvidia-cutlass-dsl puts ``cutlass`` on the path this way:
+                # sys.path.insert(0, os.path.join(nvidia_cutlass_dsl.__path__[0], 'dsl_packages'))
+                for pkg, sub in _PTH_PATH_JOIN.findall(line):
+                    q = site / pkg / sub
+                    if q.is_dir():
+                        out.append(q)
                 continue
             p = Path(line)
             if not p.is_absolute():
