@@ -122,24 +122,28 @@ class Thresholds:
 
 DEFAULT_THRESHOLDS = Thresholds()
 
+def _wordset(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
 # Function words: a clause made only of these carries no content. Kept small and
 # English-only on purpose; a content word anywhere in a clause clears it.
-STOPWORDS = frozenset("""
+STOPWORDS = _wordset("""
 a an the and or but nor so yet if then than that this these those there here
 is are was were be been being am do does did done have has had having can could
 will would shall should may might must it its it's we us our you your they them
 their he him his she her i me my of to in on at by for with as from into onto
 about over under up down out off why how what which who whom whose when where
 let let's not no just also too very all any some each both such own same other
-""".split())
+""")
 
 # Real words whose spelling doubles a syllable of three or more letters.
-DOUBLED_REAL_WORDS = frozenset("""
+DOUBLED_REAL_WORDS = _wordset("""
 murmur murmurs murmured murmuring couscous tartar tartare bonbon bonbons beriberi
 chichi tsetse pawpaw pawpaws booboo dumdum cancan mahimahi froufrou muumuu
 pompom pompoms tomtom tomtoms bulbul mississippi assassin assassins assassinate
 assassinated assassination assassinations entente ententes hotshot
-""".split())
+""")
 
 # Lexical tokens: numbers (with their decimal points and separators), ellipses,
 # words (with an inner apostrophe), single punctuation/symbol characters.
@@ -589,7 +593,7 @@ def _check_stray(text: str, lexes: Sequence[Lex], th: Thresholds) -> list[TextIs
     """
     hits: list[tuple[int, int, str]] = []
     prose = [x for x in lexes if x.prose]
-    for a, b, c in zip(prose, prose[1:], prose[2:]):
+    for a, b, c in zip(prose, prose[1:], prose[2:], strict=False):
         if (a.is_word and c.is_word and not b.is_word and not b.is_number
                 and a.end == b.start and b.end == c.start and not b.text.isascii()
                 and b.text not in _GLUE and b.text != "\ufffd"
