@@ -1,0 +1,296 @@
+"""dsparkctl's router for SGLang's SM120 sparse-MLA entry point.
+
+Installed into the serving environment's site-packages by
+``dsparkctl patches apply`` / ``dsparkctl install-kernels`` and removed by
+``dsparkctl patches revert``. SGLang's ``flash_mla_with_kvcache_sm120`` calls
+``maybe_route(kwargs)`` first; a non-None answer is the result of the call.
+
+It must work where dsparkctl is not installed (a serving venv or container),
+so it depends on nothing but the standard library, and on torch only when a
+call is actually routed. Its settings are in ``_dsparkctl_route.json`` next to
+it, written at apply time:
+
+- ``mode``: ``missing`` routes only the DSV4 decode shapes the installed
+  FlashInfer has no decode kernel for; ``all`` routes every DSV4 decode call;
+  ``off`` routes nothing. The environment variable ``DSPARKCTL_ROUTE``
+  (off|missing|all) overrides it for one process.
+- ``manifest``: the bundled kernels' install manifest, naming the library
+  that registers ``torch.ops.dsparkctl.sparse_mla_decode``.
+- ``flashinfer``: what the installed FlashInfer decode kernel serves
+  (``kind`` pairs|envelope|none|unknown).
+
+A shape FlashInfer cannot serve is never handed back to SGLang when the
+bundled kernel is missing: that path dies in CUDA-graph capture or, with
+padding workarounds, corrupts text. It raises instead, naming the fix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+CONFIG_PATH = Path(__file__).with_name("_dsparkctl_route.json")
+CONFIG_SCHEMA = 1
+MODES = ("off", "missing", "all")
+
+# DeepSeek-V4 sparse MLA (FlashMLA "MODEL1" cache): d_qk = d_v = 512 and
+# 448 fp8 + 64 bf16 + 8 scale bytes = 584 bytes per token.
+DSV4_D_QK = 512
+DSV4_D_V = 512
+DSV4_BYTES_PER_TOKEN = 584
+DECODE_MAX_TOKENS = 64
+
+logger = logging.getLogger("dsparkctl.route")
+
+
+class RouteError(RuntimeError):
+    """The router cannot serve a call it must serve (or its settings are broken)."""
+
+
+class RouteConfig:
+    """The parsed ``_dsparkctl_route.json``."""
+
+    def __init__(self, obj: dict[str, Any], source: Path) -> None:
+        if not isinstance(obj, dict) or obj.get("schema") != CONFIG_SCHEMA:
+            raise RouteError(f"{source}: not a dsparkctl route config of schema {CONFIG_SCHEMA}")
+        mode = obj.get("mode")
+        if mode not in MODES:
+            raise RouteError(f"{source}: mode {mode!r} is not one of {MODES}")
+        self.source = source
+        self.mode: str = mode
+        self.manifest: Path | None = Path(obj["manifest"]) if obj.get("manifest") else None
+        self.max_tokens = int(obj.get("max_tokens", DECODE_MAX_TOKENS))
+        fi = obj.get("flashinfer") or {"kind": "none"}
+        self.fi_version: str | None = fi.get("version")
+        self.fi_kind: str = fi.get("kind", "unknown")
+        if self.fi_kind not in ("pairs", "envelope", "none", "unknown"):
+            raise RouteError(f"{source}: flashinfer.kind {self.fi_kind!r} is not understood")
+        self.fi_pairs = frozenset((int(h), int(k)) for h, k in fi.get("pairs") or ())
+        self.fi_max_heads = int(fi.get("max_heads", 128))
+        self.fi_min_topk = int(fi.get("min_topk", 1))
+
+    def flashinfer_serves(self, num_heads: int, topk: int) -> bool:
+        """Whether the installed FlashInfer has a decode kernel for this shape."""
+        if self.fi_kind == "pairs":
+            return (num_heads, topk) in self.fi_pairs
+        if self.fi_kind == "envelope":
+            return 1 <= num_heads <= self.fi_max_heads and topk >= self.fi_min_topk
+        return False
+
+    def routes(self, num_heads: int, topk: int, backend: str = "flashinfer",
+               mode: str | None = None) -> bool:
+        mode = mode or self.mode
+        if mode == "all":
+            return True
+        if mode == "off":
+            return False
+        # SGLang's triton / torch backends serve every shape; only its
+        # FlashInfer path has holes.
+        return backend == "flashinfer" and not self.flashinfer_serves(num_heads, topk)
+
+
+def load_config(path: Path = CONFIG_PATH) -> RouteConfig:
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RouteError(f"{path} is missing: the dsparkctl routing patch is incomplete; "
+                         f"run `dsparkctl patches apply` again (or `dsparkctl patches revert`)"
+                         ) from None
+    except (OSError, ValueError) as exc:
+        raise RouteError(f"{path}: {exc}") from exc
+    return RouteConfig(obj, path)
+
+
+def library_from_manifest(manifest: Path) -> tuple[Path, str | None]:
+    """The kernel library a manifest names, and its sha256 when the manifest has one.
+
+    Accepted manifest shapes: ``{"library": "x.so", "library_sha256": ...}``
+    or ``{"files": [{"path": "x.so", "sha256": ...}, ...]}`` (also plain
+    strings); relative paths are relative to the manifest's folder.
+    """
+    try:
+        obj = json.loads(manifest.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RouteError(f"kernel manifest {manifest} does not exist") from None
+    except (OSError, ValueError) as exc:
+        raise RouteError(f"kernel manifest {manifest}: {exc}") from exc
+    lib: str | None = None
+    sha: str | None = None
+    if isinstance(obj.get("library"), str):
+        lib, sha = obj["library"], obj.get("library_sha256")
+    else:
+        for entry in obj.get("files") or ():
+            path = entry.get("path") if isinstance(entry, dict) else entry
+            if isinstance(path, str) and path.endswith(".so"):
+                lib = path
+                sha = entry.get("sha256") if isinstance(entry, dict) else None
+                break
+    if lib is None:
+        raise RouteError(f"kernel manifest {manifest} names no kernel library (.so)")
+    p = Path(lib)
+    if not p.is_absolute():
+        p = manifest.parent / p
+    return p, sha
+
+
+def dsv4_decode_shape(kwargs: dict[str, Any]) -> tuple[int, int, int] | None:
+    """``(num_tokens, num_heads, topk)`` when the call is a DSV4 sparse decode
+    call the bundled kernel can take, else None (the call stays with SGLang)."""
+    q = kwargs.get("q")
+    k_cache = kwargs.get("k_cache")
+    indices = kwargs.get("indices")
+    if q is None or k_cache is None or indices is None:
+        return None
+    if q.dim() == 4:
+        if q.shape[1] != 1:
+            return None
+        num_tokens, num_heads, d_qk = q.shape[0], q.shape[2], q.shape[3]
+    elif q.dim() == 3:
+        num_tokens, num_heads, d_qk = q.shape
+    else:
+        return None
+    if d_qk != DSV4_D_QK or kwargs.get("head_dim_v", DSV4_D_V) != DSV4_D_V:
+        return None
+    if k_cache.dim() != 4 or k_cache.shape[-1] != DSV4_BYTES_PER_TOKEN:
+        return None
+    extra = kwargs.get("extra_k_cache")
+    if extra is not None and (extra.dim() != 4 or extra.shape[-1] != DSV4_BYTES_PER_TOKEN):
+        return None
+    if indices.dim() == 3:
+        if indices.shape[1] != 1:
+            return None
+    elif indices.dim() != 2:
+        return None
+    if indices.shape[0] != num_tokens:
+        return None
+    return int(num_tokens), int(num_heads), int(indices.shape[-1])
+
+
+def _squeeze_token_dim(t: Any) -> Any:
+    if t is not None and t.dim() == 3 and t.shape[1] == 1:
+        return t.squeeze(1)
+    return t
+
+
+def op_arguments(kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    """SGLang's keyword arguments as ``dsparkctl::sparse_mla_decode`` takes them.
+
+    q ``(B,1,H,512)`` -> ``(B,H,512)``; indices ``(B,1,K)`` -> ``(B,K)``; the
+    KV caches go AS IS (SGLang's 256-token pages, no page-split copy).
+    """
+    q = kwargs["q"]
+    if q.dim() == 4:
+        q = q.squeeze(1)
+    sm_scale = kwargs.get("softmax_scale")
+    if sm_scale is None:
+        sm_scale = kwargs["q"].shape[-1] ** (-0.5)
+    return (
+        q,
+        kwargs["k_cache"],
+        _squeeze_token_dim(kwargs["indices"]),
+        kwargs.get("topk_length"),
+        kwargs.get("attn_sink"),
+        kwargs.get("extra_k_cache"),
+        _squeeze_token_dim(kwargs.get("extra_indices_in_kvcache")),
+        kwargs.get("extra_topk_length"),
+        float(sm_scale),
+        False,
+    )
+
+
+class _Router:
+    """Lazily loaded settings and kernel; one per process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._config: RouteConfig | None = None
+        self._op: Any = None
+        self._op_error: str | None = None
+        self._warned: set[tuple[int, int]] = set()
+
+    def config(self) -> RouteConfig:
+        if self._config is None:
+            with self._lock:
+                if self._config is None:
+                    self._config = load_config(CONFIG_PATH)
+        return self._config
+
+    def op(self, cfg: RouteConfig) -> Any:
+        """The op, or None with ``_op_error`` saying why it is unavailable."""
+        if self._op is None and self._op_error is None:
+            with self._lock:
+                if self._op is None and self._op_error is None:
+                    try:
+                        self._op = load_op(cfg)
+                    except RouteError as exc:
+                        self._op_error = str(exc)
+        return self._op
+
+
+def load_op(cfg: RouteConfig) -> Any:
+    """Load the bundled kernel library named by the manifest and return the op."""
+    if cfg.manifest is None:
+        raise RouteError("no bundled kernel is installed (the route config names no manifest)")
+    lib, sha = library_from_manifest(cfg.manifest)
+    if not lib.is_file():
+        raise RouteError(f"kernel library {lib} (from {cfg.manifest}) does not exist")
+    if sha:
+        got = hashlib.sha256(lib.read_bytes()).hexdigest()
+        if got != sha:
+            raise RouteError(f"kernel library {lib} has sha256 {got}, its manifest says {sha}")
+    import torch
+
+    try:
+        torch.ops.load_library(str(lib))
+        return torch.ops.dsparkctl.sparse_mla_decode
+    except (OSError, RuntimeError, AttributeError) as exc:
+        raise RouteError(f"cannot load kernel library {lib}: {exc}") from exc
+
+
+_ROUTER = _Router()
+
+
+def maybe_route(kwargs: dict[str, Any], backend: str = "flashinfer") -> Any:
+    """The routed result ``(out[B,1,H,512], None)`` or None to let SGLang run."""
+    cfg = _ROUTER.config()
+    mode = os.environ.get("DSPARKCTL_ROUTE") or cfg.mode
+    if mode == "off":
+        return None
+    if mode not in MODES:
+        raise RouteError(f"DSPARKCTL_ROUTE={mode!r} is not one of {MODES}")
+    shape = dsv4_decode_shape(kwargs)
+    if shape is None or shape[0] > cfg.max_tokens:
+        return None
+    _, num_heads, topk = shape
+    if not cfg.routes(num_heads, topk, backend, mode):
+        return None
+    op = _ROUTER.op(cfg)
+    if op is None:
+        if backend != "flashinfer" or cfg.flashinfer_serves(num_heads, topk):
+            if (num_heads, topk) not in _ROUTER._warned:
+                _ROUTER._warned.add((num_heads, topk))
+                logger.warning("dsparkctl route=all but the bundled kernel is unavailable (%s); "
+                               "SGLang's %s path serves heads=%d topk=%d", _ROUTER._op_error,
+                               backend, num_heads, topk)
+            return None
+        fi = f"FlashInfer {cfg.fi_version}" if cfg.fi_version else "FlashInfer"
+        raise RouteError(
+            f"dsparkctl routes DSV4 sparse-MLA decode (heads={num_heads}, topk={topk}) to its "
+            f"bundled kernel because {fi} has no decode kernel for it, but the bundled kernel "
+            f"is unavailable: {_ROUTER._op_error}. Run `dsparkctl install-kernels` (or "
+            f"`dsparkctl patches revert` to remove the routing)."
+        )
+    out, _lse = op(*op_arguments(kwargs))
+    return (out.unsqueeze(1), None)
+
+
+def self_check() -> dict[str, Any]:
+    """Used by dsparkctl's post-apply import check: settings parse, no torch import."""
+    cfg = load_config(CONFIG_PATH)
+    return {"mode": cfg.mode, "manifest": str(cfg.manifest) if cfg.manifest else None,
+            "flashinfer": cfg.fi_kind}
