@@ -201,7 +201,7 @@ def _site_candidates(root: Path) -> list[str]:
 
 def probe_site_packages(dir: Path) -> TargetEnv:
     """An unpacked site-packages tree, read offline; nothing in it is executed."""
-    root = Path(dir).expanduser()
+    root = Path(dir).expanduser().absolute()
     if not root.exists():
         raise UsageError(f"--site-packages {dir}: no such folder")
     if not root.is_dir():
