@@ -76,6 +76,11 @@ class GpuReport:
     note: str | None = None
     errors: list[str] = field(default_factory=list)
 
+    @classmethod
+    def empty(cls, note: str) -> GpuReport:
+        """No GPU facts, and why (probe skipped, no NVML...)."""
+        return cls(note=note)
+
     @property
     def pcie_only(self) -> bool | None:
         """True when no GPU pair has NVLink; ``None`` with fewer than two GPUs."""

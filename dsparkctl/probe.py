@@ -404,7 +404,7 @@ def probe_all(python: str | None = None, site_packages: Path | None = None,
 
     target = timed("target", probe_target, python, site_packages)
     host = timed("host", probe_host)
-    gpu_report = timed("gpus", probe_gpus, nvml) if gpus else GpuReport(note="GPU probe skipped")
+    gpu_report = timed("gpus", probe_gpus, nvml) if gpus else GpuReport.empty("GPU probe skipped")
     nvcc = timed("nvcc", probe_nvcc, environ)
     env = timed("env", collect_env, os.environ if environ is None else environ)
     return ProbeReport(host=host, gpus=gpu_report, nvcc=nvcc, target=target, env=env,

@@ -317,3 +317,9 @@ def test_real_gpus() -> None:
     assert all(report.topology[i][i] == "X" for i in range(n))
     valid = re.compile(r"X|NV\d+|PIX|PXB|PHB|NODE|SYS")
     assert all(valid.fullmatch(label) for row in report.topology for label in row)
+
+
+def test_empty_report() -> None:
+    report = gpus.GpuReport.empty("GPU probe skipped")
+    assert report.to_json()["note"] == "GPU probe skipped"
+    assert report.gpus == [] and report.pcie_only is None
