@@ -182,6 +182,8 @@ def probe_python(path: str, timeout: float = 20) -> TargetEnv:
         torch_cuda=data.get("torch_cuda"),
         source="python",
         files=files,
+        duplicates={packages.canonical_name(str(k)): [str(x) for x in v]
+                    for k, v in (data.get("duplicates") or {}).items()},
     )
 
 

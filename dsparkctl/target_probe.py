@@ -45,18 +45,24 @@ def _site_dirs() -> list:
     return out
 
 
-def _version(name: str):
+def _lookup(name: str) -> list:
+    """Every distribution of that name on the path, in import order (first one wins)."""
     if _metadata is None:
-        return None
+        return []
     # Older importlib.metadata matches the folder name literally; try both spellings.
     for candidate in (name, name.replace("-", "_")):
         try:
-            return _metadata.version(candidate)
-        except _metadata.PackageNotFoundError:
-            continue
+            found = list(_metadata.distributions(name=candidate))
         except Exception:  # a corrupt METADATA must not kill the probe
-            return None
-    return None
+            return []
+        if found:
+            return found
+    return []
+
+
+def _describe(dist) -> str:
+    where = getattr(dist, "_path", None) or dist.locate_file("")
+    return f"{dist.version} ({where})"
 
 
 def _all_versions() -> dict:
@@ -112,7 +118,16 @@ def _torch_cuda(torch_dir):
 
 def probe(dists=None, modules=None) -> dict:
     """``dists=None``: every installed distribution; else only those names."""
-    packages = _all_versions() if dists is None else {name: _version(name) for name in dists}
+    duplicates = {}
+    if dists is None:
+        packages = _all_versions()
+    else:
+        packages = {}
+        for name in dists:
+            found = _lookup(name)
+            packages[name] = found[0].version if found else None
+            if len(found) > 1:
+                duplicates[name] = [_describe(d) for d in found]
     wanted_modules = list(modules) if modules is not None else ["torch", "flashinfer"]
     files = {}
     for m in wanted_modules:
@@ -132,6 +147,7 @@ def probe(dists=None, modules=None) -> dict:
         "site_packages": _site_dirs(),
         "sys_path": [p for p in sys.path if p],
         "packages": packages,
+        "duplicates": duplicates,
         "files": files,
         "torch_cuda": _torch_cuda(files.get("torch")),
     }

@@ -302,3 +302,21 @@ def test_no_torch_or_flashinfer_imported(wheels, tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     data = json.loads(res.stdout.strip().splitlines()[-1])
     assert data == {"at_import": [], "after": []}
+
+
+@pytest.mark.network
+def test_shadowing_reported_alike_by_both_probes(wheels, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two FlashInfers on the path (PYTHONPATH over the venv): both probes name the winner
+    and both copies, the static reader and the target's own importlib.metadata alike."""
+    first = wheels.site_packages(tmp_path / "a", [("flashinfer-python", "0.7.2.post1")])
+    second = wheels.site_packages(tmp_path / "b", [("flashinfer-python", "0.6.15.post1")])
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(first), str(second)]))
+    other = probe.probe_python(sys.executable)
+    assert other.packages["flashinfer-python"] == "0.7.2.post1"
+    assert other.flashinfer_site() == first
+    dup = other.duplicates["flashinfer-python"]
+    assert [d.split(" ")[0] for d in dup] == ["0.7.2.post1", "0.6.15.post1"]
+    static = probe._from_scan(packages.scan([first, second]), python=None, python_version=None,
+                              source="site-packages")
+    assert static.duplicates == other.duplicates
