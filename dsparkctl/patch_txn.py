@@ -64,10 +64,12 @@ class RecoveryConflict(PatchError):
     """Rolling back found files changed by someone else; they were left alone."""
 
 
-# Fault-injection point for tests: called after step ``k`` has been carried
-# out. Tests replace it (in a subprocess, with ``os._exit``) to prove that an
-# apply killed between any two renames is rolled back on the next run.
-def _after_step(index: int, step: Step) -> None:  # pragma: no cover - hook
+# Fault-injection point for tests: called with -1 once every temp is written
+# (journal still in ``prepare``), with ``k`` after step ``k`` has been carried
+# out, and with ``len(steps)`` right after the commit point. Tests replace it
+# (in a subprocess, with ``os._exit``) to prove that a run killed at any of
+# these points leaves the old tree (or, after the commit point, the new one).
+def _after_step(index: int, step: Step | None) -> None:  # pragma: no cover - hook
     return None
 
 
@@ -280,6 +282,7 @@ class Transaction:
         self._journal("prepare", [str(d) for d in mkdirs])
         try:
             self._prepare(mkdirs)
+            _after_step(-1, None)
             self._journal("apply", [str(d) for d in mkdirs])
             for i, step in enumerate(self.steps):
                 _run_step(step)
@@ -290,6 +293,7 @@ class Transaction:
             _rollback_journal(self.state_dir)
             raise
         self._journal("done", [str(d) for d in mkdirs])
+        _after_step(len(self.steps), None)
         _finish_journal(self.state_dir)
 
     def _dirs_to_create(self) -> list[Path]:

@@ -195,8 +195,11 @@ def get_spec(patch_id: str, root: Path | None = None) -> PatchSpec:
     return all_specs[patch_id]
 
 
-def resolve_params(spec: PatchSpec, params: Mapping[str, Any] | None) -> dict[str, Any]:
+def resolve_params(spec: PatchSpec, params: Mapping[str, Any] | None,
+                   base: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Spec defaults, then ``base`` (what an earlier apply used), then ``params``."""
     out = dict(spec.params)
+    out.update({k: v for k, v in (base or {}).items() if k in spec.params})
     for key, value in (params or {}).items():
         if key not in spec.params:
             raise PatchError(f"patch {spec.id} has no parameter {key!r} "
@@ -321,8 +324,7 @@ def _generate(spec: PatchSpec, name: str, target: Target, params: Mapping[str, A
     if name == "route_config":
         fi = params.get("flashinfer_decode")
         if fi is None:
-            fi = read_flashinfer_decode(target.site,
-                                        installed_version(target.site, "flashinfer-python"))
+            fi = read_flashinfer_decode(target.site)
         return route_config_bytes(route_config(params, fi, spec.id))
     raise PatchError(f"patch {spec.id}: unknown generator {name!r} (dsparkctl bug)")
 
@@ -358,7 +360,6 @@ def plan_patch(spec: PatchSpec, target: Target, params: Mapping[str, Any] | None
     version = installed_version(site, spec.distribution)
     if version is None:
         raise PatchError(f"{spec.distribution} is not installed in {site}")
-    params = resolve_params(spec, params)
     blockers: list[str] = []
     notes: list[str] = []
     known = spec.knows(version)
@@ -373,6 +374,9 @@ def plan_patch(spec: PatchSpec, target: Target, params: Mapping[str, Any] | None
         notes.append("an interrupted change is pending; it will be rolled back first")
     state = read_state(target)
     rec = state["patches"].get(spec.id)
+    # Re-applying keeps the earlier choices (route mode, manifest, pairs)
+    # unless new ones are given.
+    params = resolve_params(spec, params, rec.get("params") if rec else None)
     if rec is not None and rec.get("version") != version:
         raise _drift_error(spec, rec, f"{version} is installed now")
     rec_files = {f["path"]: f for f in rec["files"]} if rec else {}

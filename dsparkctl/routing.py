@@ -6,55 +6,36 @@ what the installed FlashInfer serves, so that ``--route missing`` can decide
 per call without importing FlashInfer's SM120 module (the routed path must
 work without it) and without dsparkctl being installed there.
 
-The FlashInfer coverage normally comes from the doctor's dispatch reader
-(install-kernels passes it in as a ``Dsv4Support``); ``read_flashinfer_decode``
-is a small static fallback for ``dsparkctl patches apply`` that understands
-the table shapes of KNOWLEDGE §2 and answers ``unknown`` otherwise (the router
-then routes every DSV4 decode call: the bundled kernel serves them all).
+The FlashInfer coverage comes from the doctor's static dispatch reader (or
+is passed in by the caller as a ``Dsv4Support``). Anything it cannot classify
+is ``unknown``, and the router then routes every DSV4 decode call: the bundled
+kernel serves them all.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from dsparkctl import __version__
 from dsparkctl.flashinfer_support import Dsv4Support
-from dsparkctl.patch_spec import AnchorError, python_frozenset_pairs
 
 ROUTE_CONFIG_SCHEMA = 1
 ROUTE_MODES = ("missing", "all")
 DECODE_MAX_TOKENS = 64
-_ENVELOPE_MARK = "_DecodeDispatchEnvelope"
 
 
-def read_flashinfer_decode(site: Path, version: str | None) -> dict[str, Any]:
-    """What the FlashInfer in ``site`` serves for DSV4 decode, read statically."""
-    if version is None:
+def read_flashinfer_decode(site: Path) -> dict[str, Any]:
+    """What the FlashInfer in ``site`` serves for DSV4 decode (the doctor's static reader)."""
+    from dsparkctl.flashinfer_dispatch import read_flashinfer
+
+    reading = read_flashinfer(site)
+    if reading.support is None:
         return {"version": None, "kind": "none"}
-    mla = site / "flashinfer" / "mla"
-    legacy = mla / "_sparse_mla_sm120.py"
-    candidates = [mla / "_sparse_mla_sm120_plan.py", mla / "_sparse_mla_sm120" / "_policy.py",
-                  legacy]
-    for path in candidates:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
-            continue
-        if f"_DECODE_DSV4_DISPATCH = {_ENVELOPE_MARK}" in text:
-            return {"version": version, "kind": "envelope", "max_heads": 128, "min_topk": 1,
-                    "source": str(path.relative_to(site))}
-        if path == legacy:
-            try:
-                pairs = python_frozenset_pairs(text, "_DECODE_DSV4_DISPATCH")
-            except (AnchorError, SyntaxError):
-                continue
-            return {"version": version, "kind": "pairs",
-                    "pairs": [list(p) for p in sorted(pairs)],
-                    "source": str(path.relative_to(site))}
-    return {"version": version, "kind": "unknown"}
+    return from_support(reading.support)
 
 
 def from_support(support: Dsv4Support) -> dict[str, Any]:
@@ -86,4 +67,7 @@ def route_config(params: Mapping[str, Any], flashinfer: Mapping[str, Any],
 
 
 def route_config_bytes(config: Mapping[str, Any]) -> bytes:
-    return (json.dumps(config, indent=2, sort_keys=True) + "\n").encode()
+    text = json.dumps(config, indent=2, sort_keys=True)
+    # One pair per line reads better than three lines per pair.
+    text = re.sub(r"\[\s+(-?\d+),\s+(-?\d+)\s+\]", r"[\1, \2]", text)
+    return (text + "\n").encode()
