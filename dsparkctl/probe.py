@@ -126,6 +126,10 @@ def _looks_like_python(path: Path) -> bool:
 def _check_interpreter(path: str) -> Path:
     p = Path(path).expanduser()
     hint = "pass the serving environment's interpreter, e.g. /opt/venv/bin/python"
+    if os.sep not in path and not p.exists():
+        found = shutil.which(path)  # a bare name: `--python python3.11`
+        if found:
+            p = Path(found)
     if not p.exists():
         raise UsageError(f"--python {path}: no such file; {hint}")
     if p.is_dir():
@@ -173,6 +177,9 @@ def probe_python(path: str, timeout: float = 20) -> TargetEnv:
         tail = (res.stderr.strip().splitlines() or ["no output"])[-1]
         raise UsageError(f"--python {path} did not answer the probe (exit {res.returncode}: {tail}); "
                          f"it must be a Python >= 3.8 interpreter")
+    if data.get("has_metadata") is False:
+        raise UsageError(f"--python {path} is Python {data.get('python_version')}, which has no "
+                         f"importlib.metadata; the serving stack needs Python >= 3.8")
     files = {str(k): str(v) for k, v in (data.get("files") or {}).items()}
     return TargetEnv(
         python=data.get("executable") or str(exe),

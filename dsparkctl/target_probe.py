@@ -139,6 +139,7 @@ def probe(dists=None, modules=None) -> dict:
         "executable": sys.executable,
         "version": sys.version,
         "python_version": platform.python_version(),
+        "has_metadata": _metadata is not None,
         "implementation": sys.implementation.name,
         "prefix": sys.prefix,
         "base_prefix": getattr(sys, "base_prefix", sys.prefix),

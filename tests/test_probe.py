@@ -320,3 +320,14 @@ def test_shadowing_reported_alike_by_both_probes(wheels, tmp_path: Path,
     static = probe._from_scan(packages.scan([first, second]), python=None, python_version=None,
                               source="site-packages")
     assert static.duplicates == other.duplicates
+
+
+def test_probe_python_bare_name_found_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "python3.99").symlink_to(sys.executable)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    env = probe.probe_python("python3.99")
+    # A link outside the venv is the base interpreter: found, run, and reported as itself.
+    assert env.python == str(tmp_path / "python3.99")
+    assert env.python_version == ".".join(map(str, sys.version_info[:3]))
+    with pytest.raises(UsageError, match="no such file"):
+        probe.probe_python("python3.98")
