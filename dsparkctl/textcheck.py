@@ -450,7 +450,11 @@ def _check_ngrams(text: str, lexes: Sequence[Lex], th: Thresholds) -> list[TextI
         share = sum(c for c in counts.values() if c > 1) / w
         shares.append(share)
         if first_hit is None and share >= th.ngram_repeat_share:
-            k = next(j for j in range(i, i + w) if counts[grams[j]] > 1)
+            # Start where recurring n-grams take over (7 of the next 10), not at a
+            # stray healthy repeat that happens to sit early in the window.
+            rep = [counts[grams[j]] > 1 for j in range(i, i + w)]
+            k = next((i + j for j in range(w) if rep[j] and sum(rep[j:j + 10]) >= 7),
+                     i + rep.index(True))
             first_hit = (i, k)
     if first_hit is None:
         return []

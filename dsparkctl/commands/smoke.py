@@ -1,0 +1,320 @@
+"""The ``smoke`` command: prove a deployment works, at kernel level and/or against a server.
+
+Two independent halves, each run where it can:
+
+- server level (``--endpoint URL``): long greedy generations against a
+  running SGLang server (``dsparkctl.endpoint_smoke``); runs on any machine,
+  GPU or not, since the server is elsewhere;
+- kernel level (a CUDA GPU here): capture, numerics and verify-path checks of
+  the sparse-MLA kernels, provided by ``dsparkctl.kernel_smoke``.
+
+Kernel-level hook contract. ``dsparkctl/kernel_smoke.py`` exposes::
+
+    def run_kernel_checks(*, kernel: str | None, long: bool,
+                          show_progress: bool) -> KernelChecks
+
+``kernel`` is ``"flashinfer"``, ``"bundled"``, ``"both"`` or ``None`` (the
+kernel the serving stack will actually use). The result needs ``findings``
+(a list of ``dsparkctl.findings.Finding``), and may have ``judged`` (bool,
+default True: False when the checks could not reach a verdict) and
+``section`` (a JSON-able dict, reported under ``"kernel"``). A plain list of
+findings is accepted too. The hook may raise ``UsageError`` for bad input
+and ``NoVerdictError`` when it cannot judge. Until the module exists the
+command says so in an INFO finding and does not fail.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from dsparkctl.errors import NoVerdictError, UsageError
+from dsparkctl.findings import EXIT_CODES, Finding, Severity, envelope
+from dsparkctl.output import console, emit_json, err_console, fail_usage
+
+KERNEL_CHOICES = ("flashinfer", "bundled", "both")
+DEFAULT_LONG_TOKENS = 1000
+DEFAULT_SHORT_TOKENS = 256
+KERNEL_MODULE = "dsparkctl.kernel_smoke"
+
+
+def gpu_presence() -> tuple[bool, str]:
+    """(a CUDA GPU is here, how we know). NVML only: no CUDA context, no torch import."""
+    from dsparkctl.gpus import probe_gpus
+
+    report = probe_gpus()
+    if report.gpus:
+        names = ", ".join(sorted({g.name or "?" for g in report.gpus}))
+        return True, f"{len(report.gpus)} GPU(s): {names}"
+    return False, report.note or "NVML reports no GPU"
+
+
+def load_kernel_hook() -> Callable[..., Any] | None:
+    """``run_kernel_checks`` from ``dsparkctl.kernel_smoke``, or None until that module exists."""
+    if importlib.util.find_spec(KERNEL_MODULE) is None:
+        return None
+    module = importlib.import_module(KERNEL_MODULE)
+    return getattr(module, "run_kernel_checks", None)
+
+
+def normalize_kernel_result(result: Any) -> tuple[list[Finding], bool, dict[str, Any]]:
+    """Accept the hook's answer in the forms the contract allows."""
+    if isinstance(result, (list, tuple)) and all(isinstance(f, Finding) for f in result):
+        return list(result), True, {}
+    findings = getattr(result, "findings", None)
+    if findings is None and isinstance(result, dict):
+        findings = result.get("findings")
+    if findings is None or not all(isinstance(f, Finding) for f in findings):
+        raise TypeError(f"{KERNEL_MODULE}.run_kernel_checks returned {type(result).__name__}; "
+                        f"expected an object with .findings (list of Finding)")
+    get = result.get if isinstance(result, dict) else lambda k, d=None: getattr(result, k, d)
+    return list(findings), bool(get("judged", True)), dict(get("section", {}) or {})
+
+
+def run_kernel_level(*, kernel: str | None, long: bool, show_progress: bool,
+                     gpu: tuple[bool, str]) -> tuple[list[Finding], bool | None, dict[str, Any]]:
+    """Kernel-level checks when possible. ``judged`` is None when they did not run."""
+    has_gpu, why = gpu
+    if not has_gpu:
+        return [Finding(
+            id="smoke-kernel-skipped", severity=Severity.INFO,
+            title="kernel-level checks skipped: no CUDA GPU on this machine",
+            detail=why,
+            fix="Run `dsparkctl smoke` on a GPU host of the deployment for capture, numerics "
+                "and verify-path checks of the sparse-MLA kernels.")], None, {"ran": False,
+                                                                              "reason": why}
+    hook = load_kernel_hook()
+    if hook is None:
+        return [Finding(
+            id="smoke-kernel-unavailable", severity=Severity.INFO,
+            title="kernel-level checks are not available in this dsparkctl yet",
+            detail=f"{KERNEL_MODULE} is not installed; only server-level checks ran",
+        )], None, {"ran": False, "reason": "not available"}
+    try:
+        result = hook(kernel=kernel, long=long, show_progress=show_progress)
+    except NoVerdictError as exc:
+        return [Finding(id="smoke-kernel-no-verdict", severity=Severity.WARNING,
+                        title=f"kernel-level checks could not judge: {exc}")], False, {
+            "ran": False, "reason": str(exc)}
+    findings, judged, section = normalize_kernel_result(result)
+    return findings, judged, {"ran": True, **section}
+
+
+def smoke(
+    long: bool = typer.Option(False, "--long", help="Long generations (>= 1000 tokens) that "
+                              "catch the corruption short tests miss."),
+    endpoint: str | None = typer.Option(None, "--endpoint", help="A running SGLang server, "
+                                        "e.g. http://10.0.0.5:30000: run server-level checks."),
+    baseline: str | None = typer.Option(None, "--baseline", help="A spec-off server of the "
+                                        "same model: compare token for token."),
+    baseline_file: Path | None = typer.Option(None, "--baseline-file", help="Compare with "
+                                              "outputs saved by --save-baseline."),
+    save_baseline: Path | None = typer.Option(None, "--save-baseline", help="Save this run's "
+                                              "outputs as a baseline (JSON)."),
+    prompts: Path | None = typer.Option(None, "--prompts", help="Your prompts instead of the "
+                                        "built-in set: JSONL or plain text, one per line."),
+    max_new_tokens: int | None = typer.Option(
+        None, "--max-new-tokens", help=f"Tokens per generation (default {DEFAULT_LONG_TOKENS} "
+        f"with --long, {DEFAULT_SHORT_TOKENS} without)."),
+    concurrency: int = typer.Option(4, "--concurrency", help="Parallel requests."),
+    min_accept_length: float = typer.Option(
+        2.0, "--min-accept-length", help="Floor for the speculative acceptance length "
+        "(tokens per verify); 0 disables."),
+    timeout: float = typer.Option(600.0, "--timeout", help="Seconds a request may wait for "
+                                  "an answer."),
+    retries: int = typer.Option(2, "--retries", help="Retries on connection errors / 5xx."),
+    strict_baseline: bool = typer.Option(False, "--strict-baseline", help="Any divergence "
+                                         "from the baseline is an error (batch-invariant "
+                                         "servers)."),
+    api_key: str | None = typer.Option(None, "--api-key", envvar="DSPARKCTL_SGLANG_API_KEY",
+                                       help="Bearer key if the server runs with --api-key.",
+                                       show_default=False),
+    kernel: str | None = typer.Option(None, "--kernel", help="Kernel-level checks: flashinfer, "
+                                      "bundled or both (default: what the stack uses)."),
+    as_json: bool = typer.Option(False, "--json", help="Print only JSON."),
+) -> None:
+    """Prove a deployment works: kernel checks on a GPU host, long greedy generations against
+    a server (--endpoint). Exit 0 healthy, 1 problems, 2 no verdict / bad usage."""
+    try:
+        doc = run_smoke(long=long, endpoint=endpoint, baseline=baseline,
+                        baseline_file=baseline_file, save_baseline=save_baseline,
+                        prompts=prompts, max_new_tokens=max_new_tokens,
+                        concurrency=concurrency, min_accept_length=min_accept_length,
+                        timeout=timeout, retries=retries, strict_baseline=strict_baseline,
+                        api_key=api_key, kernel=kernel, show_progress=not as_json)
+    except UsageError as exc:
+        fail_usage(str(exc))
+    if doc.get("no_target"):
+        doc.pop("no_target")
+        if not as_json:
+            fail_usage(doc["findings"][0]["title"] + ". " + doc["findings"][0]["fix"])
+    if as_json:
+        emit_json(doc)
+    else:
+        render_smoke(doc)
+    raise typer.Exit(EXIT_CODES[doc["verdict"]])
+
+
+def run_smoke(*, long: bool, endpoint: str | None, baseline: str | None,
+              baseline_file: Path | None, save_baseline: Path | None, prompts: Path | None,
+              max_new_tokens: int | None, concurrency: int, min_accept_length: float,
+              timeout: float, retries: int, strict_baseline: bool, api_key: str | None,
+              kernel: str | None, show_progress: bool,
+              gpu: Callable[[], tuple[bool, str]] | None = None) -> dict[str, Any]:
+    """Everything but printing: validate, run what can run here, build the envelope."""
+    if kernel is not None and kernel not in KERNEL_CHOICES:
+        raise UsageError(f"--kernel {kernel!r}: choose one of {', '.join(KERNEL_CHOICES)}")
+    if baseline and baseline_file:
+        raise UsageError("--baseline and --baseline-file are alternatives; give one")
+    if endpoint is None:
+        needs = [n for n, v in (("--baseline", baseline), ("--baseline-file", baseline_file),
+                                ("--save-baseline", save_baseline), ("--prompts", prompts))
+                 if v is not None]
+        if needs:
+            raise UsageError(f"{', '.join(needs)} compare(s) server outputs; add --endpoint URL")
+    if max_new_tokens is not None and max_new_tokens < 1:
+        raise UsageError(f"--max-new-tokens must be >= 1, got {max_new_tokens}")
+    if concurrency < 1:
+        raise UsageError(f"--concurrency must be >= 1, got {concurrency}")
+    if timeout <= 0:
+        raise UsageError(f"--timeout must be > 0 seconds, got {timeout:g}")
+    if retries < 0 or retries > 10:
+        raise UsageError(f"--retries must be between 0 and 10, got {retries}")
+    if min_accept_length < 0:
+        raise UsageError(f"--min-accept-length must be >= 0, got {min_accept_length:g}")
+
+    findings: list[Finding] = []
+    sections: dict[str, Any] = {}
+    judged_parts: list[bool] = []
+
+    # Parse everything the user gave before any request goes out.
+    ep_opts = None
+    if endpoint is not None:
+        from dsparkctl.endpoint_smoke import EndpointSmokeOptions, load_baseline
+        from dsparkctl.prompts import builtin_prompts, load_prompt_file
+        from dsparkctl.sglang_client import parse_endpoint
+
+        parse_endpoint(endpoint)
+        if baseline:
+            parse_endpoint(baseline)
+        if baseline_file is not None:
+            load_baseline(baseline_file)
+        prompt_set = load_prompt_file(prompts) if prompts else builtin_prompts()
+        ep_opts = EndpointSmokeOptions(
+            endpoint=endpoint, prompts=prompt_set,
+            max_new_tokens=max_new_tokens or (DEFAULT_LONG_TOKENS if long
+                                              else DEFAULT_SHORT_TOKENS),
+            concurrency=concurrency, timeout_s=timeout, retries=retries,
+            min_accept_length=min_accept_length or None, baseline_url=baseline,
+            baseline_file=baseline_file, save_baseline=save_baseline,
+            strict_baseline=strict_baseline, api_key=api_key, show_progress=show_progress)
+
+    gpu_state = (gpu or gpu_presence)()
+    if endpoint is None and not gpu_state[0]:
+        f = Finding(
+            id="smoke-no-gpu", severity=Severity.WARNING,
+            title=f"nothing to check here: no CUDA GPU for kernel-level checks ({gpu_state[1]}) "
+                  f"and no --endpoint for server-level checks",
+            fix="Run `dsparkctl smoke` on a GPU host of the deployment, or point it at a "
+                "running server with `dsparkctl smoke --long --endpoint http://HOST:PORT`.")
+        doc = envelope("smoke", [f], judged=False, kernel={"ran": False, "reason": gpu_state[1]})
+        doc["no_target"] = True
+        return doc
+
+    k_findings, k_judged, k_section = run_kernel_level(kernel=kernel, long=long,
+                                                       show_progress=show_progress, gpu=gpu_state)
+    findings += k_findings
+    sections["kernel"] = k_section
+    if k_judged is not None:
+        judged_parts.append(k_judged)
+
+    if ep_opts is not None:
+        from dsparkctl.endpoint_smoke import run_endpoint_smoke
+
+        res = run_endpoint_smoke(ep_opts)
+        findings += res.findings
+        sections["endpoint"] = res.section
+        judged_parts.append(res.judged)
+
+    if not judged_parts and not any(f.severity is Severity.ERROR for f in findings):
+        findings.append(Finding(
+            id="smoke-nothing-checked", severity=Severity.WARNING,
+            title="no check could run here, so there is no verdict",
+            fix="Give --endpoint URL for server-level checks."))
+    judged = bool(judged_parts) and all(judged_parts)
+    return envelope("smoke", findings, judged=judged, **sections)
+
+
+# ------------------------------------------------------------------ rendering
+
+
+def render_smoke(doc: dict[str, Any]) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from dsparkctl.report import SEV_STYLE, VERDICT_STYLE
+
+    ep = doc.get("endpoint")
+    if ep and ep.get("results"):
+        t = Table(title=f"Server {ep['url']}: {ep['max_new_tokens']} greedy tokens per prompt, "
+                  f"concurrency {ep['concurrency']}")
+        for col in ("prompt", "tokens", "time s", "tok/s", "accept", "status"):
+            t.add_column(col, justify="right" if col in ("tokens", "time s", "tok/s", "accept")
+                         else "left")
+        for r in ep["results"]:
+            if not r["ok"]:
+                t.add_row(r["id"], "-", "-", "-", "-",
+                          Text(f"failed: {r['error']['kind']}", style="bold red"))
+                continue
+            strong = [i for i in r["issues"] if i["strong"]]
+            weak = [i for i in r["issues"] if not i["strong"]]
+            div = r.get("divergence")
+            if strong:
+                first = min(strong, key=lambda i: i["char_offset"])
+                status = Text(f"{first['kind']} @ char {first['char_offset']}", style="bold red")
+            elif weak:
+                status = Text(f"{weak[0]['kind']} (weak)", style="yellow")
+            elif div:
+                at = div["token_index"] if div["token_index"] is not None else div["char_index"]
+                status = Text(f"diverges @ {at}", style="yellow")
+            else:
+                status = Text("ok", style="green")
+            acc = r.get("spec_accept_length")
+            t.add_row(r["id"], str(r.get("completion_tokens") or "-"), f"{r['elapsed_s']:.1f}",
+                      str(r.get("tokens_per_s") or "-"), f"{acc:.2f}" if acc else "-", status)
+        console.print(t)
+        acc = ep.get("accept_length", {})
+        if acc.get("value") is not None:
+            console.print(f"acceptance length {acc['value']:.2f} ({acc['source']}); "
+                          f"floor {acc.get('floor') or 'off'}")
+        if ep.get("baseline"):
+            b = ep["baseline"]
+            console.print(f"baseline {b['source']}: {b['compared']} compared, "
+                          f"{b['diverged']} diverged")
+    elif ep and ep.get("error"):
+        err_console.print(f"[yellow]server-level checks not run:[/yellow] {ep['error']['message']}")
+
+    findings = doc.get("findings", [])
+    if findings:
+        console.rule("Findings")
+    for f in findings:
+        sev = f["severity"]
+        console.print(Text.assemble((f"[{sev.upper()}] ", SEV_STYLE[sev]), (f["id"], "bold"),
+                                    f": {f['title']}"), soft_wrap=True)
+        if f.get("detail"):
+            console.print(Text(f["detail"], style="dim"), soft_wrap=True)
+        if f.get("fix"):
+            console.print(Text.assemble(("  fix: ", "bold green"), f["fix"]), soft_wrap=True)
+        for r in f.get("refs", []):
+            console.print(f"  [dim]ref: {r}[/dim]", soft_wrap=True)
+    verdict = doc.get("verdict", "unknown")
+    console.print(Text(f"verdict: {verdict}", style=VERDICT_STYLE.get(verdict, "bold")))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("smoke")(smoke)
