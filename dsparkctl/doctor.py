@@ -196,7 +196,7 @@ def run_doctor(opts: DoctorOptions) -> DoctorReport:
         topology=tuple(tuple(r) for r in gpu_report.topology),
         torch_cuda=target.torch_cuda,
         cuda_driver_version=gpu_report.cuda_driver_version,
-        nvcc_version=probe.nvcc_version(),
+        nvcc_version=probe.nvcc_version(opts.environ),
         speculative=serving.speculative_algorithm,
         tp=serving.tp, dp=serving.dp, enable_dp_attention=serving.enable_dp_attention,
         gamma=plan.gamma,
@@ -205,6 +205,14 @@ def run_doctor(opts: DoctorOptions) -> DoctorReport:
         sglang_flashinfer_pin=pin,
     )
     findings.extend(pitfalls.evaluate(facts))
+    if getattr(target, "duplicates", None):
+        findings.append(Finding(
+            "target-duplicate-distributions", Severity.WARNING,
+            "Some packages are installed more than once on the target's path; the first one wins",
+            "Uninstall the stale copies (often a user-site install shadowing the venv: "
+            "pip uninstall from ~/.local, or set PYTHONNOUSERSITE=1 for the server).",
+            (), "\n".join(f"{k}: {', '.join(v)}" for k, v in sorted(target.duplicates.items())),
+        ))
     if gpu_report.note:
         findings.append(Finding("gpu-probe", Severity.INFO, gpu_report.note,
                                 "Doctor still judges the plan; GPU-dependent pitfalls were not checked."))
