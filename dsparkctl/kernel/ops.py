@@ -1,0 +1,306 @@
+"""Python API over the compiled ``torch.ops.dsparkctl.sparse_mla_decode`` op.
+
+The compiled .so registers the op (schema, CUDA kernel and a Meta/fake kernel) by itself, so
+a serving environment without dsparkctl can ``torch.ops.load_library(so)`` and call it. This
+module adds what a Python caller wants on top: argument checks with clear messages before
+anything reaches CUDA, the default ``sm_scale``, and finding or building the .so.
+
+Output contract (documented here once):
+
+* ``out [T, H, 512]`` bf16;
+* ``lse [T, H]`` fp32, natural log, sink excluded, ``+inf`` for an empty row (FlashMLA);
+* ``lse_base2_sink=True``: FlashInfer's convention instead, ``log2(exp(lse) + exp(sink))``
+  (``lse * log2(e)`` without a sink); an empty row gives ``-inf`` without a sink and
+  ``sink * log2(e)`` with one. ``out`` is the same in both conventions.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from dsparkctl.kernel import layout
+
+if TYPE_CHECKING:
+    import torch
+
+OP_NAMESPACE = "dsparkctl"
+OP_NAME = "sparse_mla_decode"
+ENV_SO = "DSPARKCTL_KERNEL_SO"
+# Layout configurations accepted by the testing op ``sparse_mla_decode_cfg``.
+CONFIG_AUTO, CONFIG_LARGE_SMEM, CONFIG_SMALL_SMEM = 0, 1, 2
+MAX_HEADS = 128
+MAX_SPLITS = 64
+
+_loaded_so: Path | None = None
+
+
+def op_is_registered() -> bool:
+    """True once some .so has registered ``torch.ops.dsparkctl.sparse_mla_decode``."""
+    import torch
+
+    try:
+        getattr(getattr(torch.ops, OP_NAMESPACE), OP_NAME)
+    except (AttributeError, RuntimeError):
+        return False
+    return True
+
+
+def load(so_path: str | os.PathLike[str] | None = None) -> Path | None:
+    """Load the kernel library: ``so_path``, else ``$DSPARKCTL_KERNEL_SO``, else build one.
+
+    The build goes into ``~/.cache/dsparkctl/kernels/<key>/`` keyed by source hash, arch and
+    torch version, so a second call (or process) reuses it. Loading twice is a no-op: a
+    process can hold only one registration of the op namespace. Returns the loaded path, or
+    None when the op was already registered by someone else.
+    """
+    global _loaded_so
+    import torch
+
+    if _loaded_so is not None:
+        return _loaded_so
+    if op_is_registered():
+        return None
+    path: Path
+    if so_path is not None:
+        path = Path(so_path)
+    elif os.environ.get(ENV_SO):
+        path = Path(os.environ[ENV_SO])
+    else:
+        from dsparkctl.kernel import build
+
+        path = build.build_cached()
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"kernel library {path} does not exist; build it with "
+            "dsparkctl.kernel.build.build_extension() or unset {ENV_SO}"
+        )
+    torch.ops.load_library(str(path))
+    _loaded_so = path
+    return path
+
+
+def _op():
+    import torch
+
+    if not op_is_registered():
+        load()
+    return getattr(getattr(torch.ops, OP_NAMESPACE), OP_NAME)
+
+
+def _check_index_tensor(
+    name: str, idx: torch.Tensor, tokens: int
+) -> None:
+    import torch
+
+    if not isinstance(idx, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(idx).__name__}")
+    if idx.dtype != torch.int32:
+        raise TypeError(f"{name} must be int32, got {idx.dtype}; convert with .to(torch.int32)")
+    if idx.ndim == 3 and idx.shape[1] != 1:
+        raise ValueError(f"{name} must be [T, topk] or [T, 1, topk], got {tuple(idx.shape)}")
+    if idx.ndim not in (2, 3):
+        raise ValueError(f"{name} must be [T, topk] or [T, 1, topk], got {tuple(idx.shape)}")
+    if idx.shape[0] != tokens:
+        raise ValueError(f"{name} has {idx.shape[0]} rows but q has T={tokens} tokens")
+    if idx.shape[-1] < 1:
+        raise ValueError(f"{name} must have topk >= 1 columns, got {idx.shape[-1]}")
+    if idx.stride(-1) != 1:
+        raise ValueError(f"{name} must have a contiguous last dim (stride 1); call .contiguous()")
+
+
+def _check_length(name: str, length: torch.Tensor | None, tokens: int) -> None:
+    import torch
+
+    if length is None:
+        return
+    if not isinstance(length, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor or None, got {type(length).__name__}")
+    if length.dtype != torch.int32:
+        raise TypeError(f"{name} must be int32, got {length.dtype}")
+    if length.ndim != 1 or length.shape[0] != tokens:
+        raise ValueError(f"{name} must be [T]=[{tokens}], got {tuple(length.shape)}")
+
+
+def _check_cache(name: str, cache: torch.Tensor) -> None:
+    import torch
+
+    if not isinstance(cache, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(cache).__name__}")
+    if cache.dtype not in (torch.uint8, torch.float8_e4m3fn):
+        raise TypeError(
+            f"{name} must be uint8 or float8_e4m3fn (raw MODEL1 page bytes), got {cache.dtype}"
+        )
+    if cache.ndim < 2 or cache.shape[0] < 1 or cache.shape[1] < 1:
+        raise ValueError(
+            f"{name} must be a (num_pages, page_block_size, ...) page view, got {tuple(cache.shape)}"
+        )
+    stride = layout.page_stride_bytes(cache)
+    need = layout.logical_page_bytes(int(cache.shape[1]))
+    if stride < need:
+        raise ValueError(
+            f"{name}: page stride {stride} bytes < {need} bytes needed by {cache.shape[1]} "
+            "tokens per page (576 data + 8 scale bytes each); pass the page buffer view, "
+            "not a compacted copy"
+        )
+    if stride % 8 != 0 or cache.data_ptr() % 8 != 0:
+        raise ValueError(
+            f"{name}: page stride ({stride}) and base address must be multiples of 8 bytes"
+        )
+
+
+def validate(
+    q: torch.Tensor,
+    kv_cache: torch.Tensor,
+    indices: torch.Tensor,
+    *,
+    topk_length: torch.Tensor | None = None,
+    attn_sink: torch.Tensor | None = None,
+    extra_kv_cache: torch.Tensor | None = None,
+    extra_indices: torch.Tensor | None = None,
+    extra_topk_length: torch.Tensor | None = None,
+) -> None:
+    """Raise TypeError/ValueError naming the bad argument and the fix; device checked last."""
+    import torch
+
+    if not isinstance(q, torch.Tensor):
+        raise TypeError(f"q must be a torch.Tensor, got {type(q).__name__}")
+    if q.dtype != torch.bfloat16:
+        raise TypeError(f"q must be bfloat16, got {q.dtype}")
+    if q.ndim != 3 or q.shape[2] != layout.HEAD_DIM:
+        raise ValueError(f"q must be [T, H, {layout.HEAD_DIM}], got {tuple(q.shape)}")
+    tokens, heads = int(q.shape[0]), int(q.shape[1])
+    if not 1 <= heads <= MAX_HEADS:
+        raise ValueError(f"q has {heads} heads; the kernel serves 1..{MAX_HEADS}")
+    if q.stride(2) != 1:
+        raise ValueError("q must have a contiguous last dim (stride 1); call .contiguous()")
+    _check_cache("kv_cache", kv_cache)
+    _check_index_tensor("indices", indices, tokens)
+    _check_length("topk_length", topk_length, tokens)
+    if (extra_kv_cache is None) != (extra_indices is None):
+        raise ValueError("extra_kv_cache and extra_indices must be given together")
+    if extra_topk_length is not None and extra_indices is None:
+        raise ValueError("extra_topk_length given without extra_kv_cache / extra_indices")
+    if extra_kv_cache is not None and extra_indices is not None:
+        _check_cache("extra_kv_cache", extra_kv_cache)
+        _check_index_tensor("extra_indices", extra_indices, tokens)
+        _check_length("extra_topk_length", extra_topk_length, tokens)
+    if attn_sink is not None:
+        if not isinstance(attn_sink, torch.Tensor):
+            raise TypeError(f"attn_sink must be a torch.Tensor or None, got {type(attn_sink).__name__}")
+        if attn_sink.dtype != torch.float32:
+            raise TypeError(f"attn_sink must be float32, got {attn_sink.dtype}")
+        if attn_sink.ndim != 1 or attn_sink.shape[0] != heads:
+            raise ValueError(f"attn_sink must be [H]=[{heads}], got {tuple(attn_sink.shape)}")
+    tensors = {
+        "q": q,
+        "kv_cache": kv_cache,
+        "indices": indices,
+        "topk_length": topk_length,
+        "attn_sink": attn_sink,
+        "extra_kv_cache": extra_kv_cache,
+        "extra_indices": extra_indices,
+        "extra_topk_length": extra_topk_length,
+    }
+    if q.device.type != "cuda":
+        raise ValueError(f"q must be on a CUDA device, got {q.device}; move inputs with .cuda()")
+    for name, t in tensors.items():
+        if t is not None and t.device != q.device:
+            raise ValueError(f"{name} is on {t.device} but q is on {q.device}; put all on one GPU")
+
+
+def sparse_mla_decode(
+    q: torch.Tensor,
+    kv_cache: torch.Tensor,
+    indices: torch.Tensor,
+    *,
+    topk_length: torch.Tensor | None = None,
+    attn_sink: torch.Tensor | None = None,
+    extra_kv_cache: torch.Tensor | None = None,
+    extra_indices: torch.Tensor | None = None,
+    extra_topk_length: torch.Tensor | None = None,
+    sm_scale: float | None = None,
+    lse_base2_sink: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sparse-MLA decode on the MODEL1 cache: ``(out [T,H,512] bf16, lse [T,H] fp32)``.
+
+    See the module docstring for the lse conventions and ``reference`` for the math.
+    """
+    validate(
+        q,
+        kv_cache,
+        indices,
+        topk_length=topk_length,
+        attn_sink=attn_sink,
+        extra_kv_cache=extra_kv_cache,
+        extra_indices=extra_indices,
+        extra_topk_length=extra_topk_length,
+    )
+    scale = float(sm_scale) if sm_scale is not None else layout.HEAD_DIM**-0.5
+    return _op()(
+        q,
+        kv_cache,
+        indices,
+        topk_length,
+        attn_sink,
+        extra_kv_cache,
+        extra_indices,
+        extra_topk_length,
+        scale,
+        bool(lse_base2_sink),
+    )
+
+
+def sparse_mla_decode_cfg(
+    q: torch.Tensor,
+    kv_cache: torch.Tensor,
+    indices: torch.Tensor,
+    *,
+    config: int = CONFIG_AUTO,
+    num_splits: int = 0,
+    topk_length: torch.Tensor | None = None,
+    attn_sink: torch.Tensor | None = None,
+    extra_kv_cache: torch.Tensor | None = None,
+    extra_indices: torch.Tensor | None = None,
+    extra_topk_length: torch.Tensor | None = None,
+    sm_scale: float | None = None,
+    lse_base2_sink: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The same op with the tile configuration and split count pinned (0 = automatic).
+
+    For tests and benchmarks: it lets the H200 exercise the small-shared-memory layout that
+    SM120 GPUs use, and fixes the split count so results can be compared bit for bit.
+    """
+    import torch
+
+    if config not in (CONFIG_AUTO, CONFIG_LARGE_SMEM, CONFIG_SMALL_SMEM):
+        raise ValueError(f"config must be 0 (auto), 1 (large smem) or 2 (small smem), got {config}")
+    if not 0 <= num_splits <= MAX_SPLITS:
+        raise ValueError(f"num_splits must be in 0..{MAX_SPLITS}, got {num_splits}")
+    validate(
+        q,
+        kv_cache,
+        indices,
+        topk_length=topk_length,
+        attn_sink=attn_sink,
+        extra_kv_cache=extra_kv_cache,
+        extra_indices=extra_indices,
+        extra_topk_length=extra_topk_length,
+    )
+    _op()  # make sure the library is loaded
+    scale = float(sm_scale) if sm_scale is not None else layout.HEAD_DIM**-0.5
+    return torch.ops.dsparkctl.sparse_mla_decode_cfg(
+        q,
+        kv_cache,
+        indices,
+        topk_length,
+        attn_sink,
+        extra_kv_cache,
+        extra_indices,
+        extra_topk_length,
+        scale,
+        bool(lse_base2_sink),
+        int(config),
+        int(num_splits),
+    )

@@ -1,0 +1,608 @@
+// dsparkctl sparse-MLA decode kernel (DeepSeek-V4 MODEL1 FP8 cache). See sparse_mla_decode.cuh
+// for the contract and kernels/NOTES.md for the design and the measured numbers.
+//
+// One source for sm_90a, sm_120a and sm_121a: only mma.sync m16n8k16 (bf16 -> fp32),
+// ldmatrix and plain loads, no wgmma / tcgen05 / TMA.
+//
+// Work decomposition: one CTA = (token t, block of M = 16*MT heads, one split of that token's
+// candidate tiles). All heads of a token attend to the same KV rows (MQA-style MLA), so a CTA
+// gathers each tile of BN candidates once, dequantizes it into shared memory as bf16 (exact:
+// e4m3 * 2^k fits bf16's 8-bit significand), and uses it for all M heads:
+//   S[M, BN]   = Q[M, 512] . K[BN, 512]^T   8 warps, each a 16 x (BN/NWN) slice
+//   online softmax in base 2 (row max / sum reduced through shared memory)
+//   O[M, 512] += P[M, BN] . V[BN, 512]      warp w owns O[:, 64w : 64w+64] for all M heads
+// The next tile's bytes are loaded into registers while the current tile is computed.
+// Splits write fp32 partials (normalised O and base-2 lse) that a second kernel combines.
+#include "sparse_mla_decode.cuh"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include <cmath>
+#include <type_traits>
+
+namespace dsparkctl {
+namespace {
+
+constexpr int kD = 512;         // d_qk == d_v
+constexpr int kDN = 448;        // FP8 nope dims
+constexpr int kRowBytes = 576;  // data bytes per token
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+constexpr int kSRow = kD + 8;  // smem row stride (bf16) of Q and KV: 1040 B, ldmatrix conflict-free
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
+template <int MT, int BN>
+struct Cfg {
+  static constexpr int M = 16 * MT;  // heads per CTA (padded)
+  static constexpr int NWN = (8 / MT) < (BN / 8) ? (8 / MT) : (BN / 8);  // S-phase warps along N
+  static constexpr int NTW = BN / 8 / NWN;  // 8-wide n-tiles per S-phase warp
+  static constexpr int S_WARPS = MT * NWN;  // warps busy in the S phase
+  static constexpr int PROW = BN + 8;       // smem P row stride (bf16)
+  static constexpr int Q_BYTES = M * kSRow * 2;
+  static constexpr int KV_BYTES = BN * kSRow * 2;
+  static constexpr int P_BYTES = M * PROW * 2;
+  static constexpr int RED_BYTES = NWN * M * 4;
+  static constexpr int OFF_Q = 0;
+  static constexpr int OFF_KV = OFF_Q + Q_BYTES;
+  static constexpr int OFF_P = OFF_KV + KV_BYTES;
+  static constexpr int OFF_RMAX = OFF_P + P_BYTES;
+  static constexpr int OFF_RSUM = OFF_RMAX + RED_BYTES;
+  static constexpr int OFF_VALID = OFF_RSUM + RED_BYTES;
+  static constexpr int SMEM = OFF_VALID + BN * 4;
+  static_assert(S_WARPS <= kWarps, "S phase needs at most 8 warps");
+  static_assert(NTW == 1 || NTW % 2 == 0, "n-tiles per warp: 1 or even");
+  static_assert(BN % 16 == 0, "BN multiple of 16");
+};
+
+// ---------------------------------------------------------------- PTX helpers
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_u32(p)));
+}
+__device__ __forceinline__ void ldsm_x4_t(uint32_t (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_u32(p)));
+}
+__device__ __forceinline__ void ldsm_x2(uint32_t (&r)[2], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(smem_u32(p)));
+}
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                         uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ float ue8m0(uint32_t b) {
+  // 2^(b-127); b == 0 is the fp32 denormal 2^-127, b == 255 gives +inf.
+  return b == 0 ? __uint_as_float(0x00400000u) : __uint_as_float(b << 23);
+}
+__device__ __forceinline__ uint32_t fp8x2_to_bf16x2(uint32_t two, float s) {
+  __half2_raw hr = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(two), __NV_E4M3);
+  float2 f = __half22float2(*reinterpret_cast<__half2*>(&hr));
+  __nv_bfloat162 b = __floats2bfloat162_rn(f.x * s, f.y * s);
+  return *reinterpret_cast<uint32_t*>(&b);
+}
+__device__ __forceinline__ uint32_t pack_bf16(float a, float b) {
+  __nv_bfloat162 v = __floats2bfloat162_rn(a, b);
+  return *reinterpret_cast<uint32_t*>(&v);
+}
+__device__ __forceinline__ float bf16_lo(uint32_t v) { return __uint_as_float(v << 16); }
+__device__ __forceinline__ float bf16_hi(uint32_t v) { return __uint_as_float(v & 0xffff0000u); }
+
+// ---------------------------------------------------------------- tile loader
+// A tile = BN consecutive candidate positions of one cache. Thread k-th chunk: candidate
+// k / CPC, bytes [VEC * (k % CPC), +VEC) of its 576 data bytes (consecutive threads read
+// consecutive bytes of a row: coalesced). Invalid candidates are never dereferenced.
+template <int BN, int VEC>
+struct Tile {
+  static constexpr int CPC = kRowBytes / VEC;
+  static constexpr int NOPE_CH = kDN / VEC;
+  static constexpr int TOTAL = BN * CPC;
+  static constexpr int NPT = (TOTAL + kThreads - 1) / kThreads;
+  using Vec = typename std::conditional<VEC == 16, uint4, uint2>::type;
+  Vec raw[NPT];
+  uint32_t scale[(NPT + 3) / 4];  // byte j%4 of word j/4: chunk j's UE8M0 scale byte
+  uint32_t valid;                 // bit j: chunk j's candidate is valid
+
+  __device__ __forceinline__ void prefetch(const SparseMlaCache& c, int t, int pos0, int len,
+                                           int tid) {
+    valid = 0;
+#pragma unroll
+    for (int j = 0; j < (NPT + 3) / 4; ++j) scale[j] = 0;
+#pragma unroll
+    for (int j = 0; j < NPT; ++j) {
+      const int k = tid + j * kThreads;
+      if (TOTAL % kThreads != 0 && k >= TOTAL) break;
+      const int cand = k / CPC;
+      const int ch = k - cand * CPC;
+      const int pos = pos0 + cand;
+      if (pos < len) {
+        const int32_t id = __ldg(c.indices + int64_t(t) * c.indices_stride + pos);
+        if (id >= 0 && int64_t(id) < c.num_slots) {
+          const uint32_t page = uint32_t(id) / uint32_t(c.pbs);
+          const uint32_t row = uint32_t(id) - page * uint32_t(c.pbs);
+          const uint8_t* pb = c.base + int64_t(page) * c.page_stride;
+          raw[j] = __ldg(reinterpret_cast<const Vec*>(pb + int64_t(row) * kRowBytes + ch * VEC));
+          if (ch < NOPE_CH) {
+            const uint32_t b = __ldg(pb + int64_t(c.pbs) * kRowBytes + int64_t(row) * 8 + (ch * VEC) / 64);
+            scale[j / 4] |= b << (8 * (j % 4));
+          }
+          valid |= 1u << j;
+        }
+      }
+    }
+  }
+
+  __device__ __forceinline__ void store(__nv_bfloat16* sKV, int* sValid, int tid) const {
+#pragma unroll
+    for (int j = 0; j < NPT; ++j) {
+      const int k = tid + j * kThreads;
+      if (TOTAL % kThreads != 0 && k >= TOTAL) break;
+      const int cand = k / CPC;
+      const int ch = k - cand * CPC;
+      const bool v = (valid >> j) & 1u;
+      if (ch == 0) sValid[cand] = v ? 1 : 0;
+      __nv_bfloat16* row = sKV + cand * kSRow;
+      const uint32_t* w = reinterpret_cast<const uint32_t*>(&raw[j]);
+      if (ch < NOPE_CH) {
+        // VEC fp8 -> VEC bf16 (2*VEC bytes), zeros for an invalid candidate.
+        uint32_t o[VEC / 2];
+        if (v) {
+          const float s = ue8m0((scale[j / 4] >> (8 * (j % 4))) & 0xffu);
+#pragma unroll
+          for (int i = 0; i < VEC / 4; ++i) {
+            o[2 * i] = fp8x2_to_bf16x2(w[i] & 0xffffu, s);
+            o[2 * i + 1] = fp8x2_to_bf16x2(w[i] >> 16, s);
+          }
+        } else {
+#pragma unroll
+          for (int i = 0; i < VEC / 2; ++i) o[i] = 0u;
+        }
+        uint4* dst = reinterpret_cast<uint4*>(row + ch * VEC);
+#pragma unroll
+        for (int i = 0; i < VEC / 8; ++i) dst[i] = make_uint4(o[4 * i], o[4 * i + 1], o[4 * i + 2], o[4 * i + 3]);
+      } else {
+        Vec r = raw[j];
+        if (!v) r = Vec{};
+        *reinterpret_cast<Vec*>(row + kDN + (ch - NOPE_CH) * (VEC / 2)) = r;
+      }
+    }
+  }
+};
+
+__device__ __forceinline__ int clamp_len(const int32_t* lengths, int64_t stride, int t, int topk) {
+  if (lengths == nullptr) return topk;
+  const int v = __ldg(lengths + int64_t(t) * stride);  // signed: negative means 0
+  return v < 0 ? 0 : (v > topk ? topk : v);
+}
+
+__device__ __forceinline__ float finish_lse(bool empty, float lse_nat, const float* sink, int h,
+                                            int base2_sink) {
+  if (!base2_sink) return empty ? INFINITY : lse_nat;
+  const float sk = sink != nullptr ? __ldg(sink + h) : -INFINITY;
+  if (empty) return sk * kLog2e;  // -inf without a sink
+  if (sk == -INFINITY) return lse_nat * kLog2e;
+  const float mx = fmaxf(lse_nat, sk);
+  return (mx + log1pf(expf(-fabsf(lse_nat - sk)))) * kLog2e;
+}
+
+// out *= 1/l (and the sink gate); 0 for an empty row.
+__device__ __forceinline__ float out_factor(bool empty, float l, float lse_nat, const float* sink,
+                                            int h) {
+  if (empty) return 0.f;
+  float f = 1.f / l;
+  if (sink != nullptr) f *= 1.f / (1.f + expf(__ldg(sink + h) - lse_nat));
+  return f;
+}
+
+// ---------------------------------------------------------------- main kernel
+template <int MT, int BN, int VEC>
+__global__ void __launch_bounds__(kThreads, 1)
+    sparse_mla_decode_kernel(const SparseMlaParams p, int num_splits, int head_blocks) {
+  using C = Cfg<MT, BN>;
+  using TileT = Tile<BN, VEC>;
+  extern __shared__ __align__(128) uint8_t smem[];
+  __nv_bfloat16* sQ = reinterpret_cast<__nv_bfloat16*>(smem + C::OFF_Q);
+  __nv_bfloat16* sKV = reinterpret_cast<__nv_bfloat16*>(smem + C::OFF_KV);
+  __nv_bfloat16* sP = reinterpret_cast<__nv_bfloat16*>(smem + C::OFF_P);
+  float* sRmax = reinterpret_cast<float*>(smem + C::OFF_RMAX);
+  float* sRsum = reinterpret_cast<float*>(smem + C::OFF_RSUM);
+  int* sValid = reinterpret_cast<int*>(smem + C::OFF_VALID);
+
+  const int tid = threadIdx.x;
+  const int warp = tid >> 5;
+  const int lane = tid & 31;
+  const int t = blockIdx.x / head_blocks;
+  const int h0 = (blockIdx.x - t * head_blocks) * C::M;
+  const int split = blockIdx.y;
+
+  const int len_m = clamp_len(p.main.lengths, p.main.lengths_stride, t, p.main.topk);
+  const int len_e =
+      p.extra.topk > 0 ? clamp_len(p.extra.lengths, p.extra.lengths_stride, t, p.extra.topk) : 0;
+  const int nt_m = (len_m + BN - 1) / BN;
+  const int nt = nt_m + (len_e + BN - 1) / BN;
+  const int tile_begin = int((int64_t(nt) * split) / num_splits);
+  const int tile_end = int((int64_t(nt) * (split + 1)) / num_splits);
+
+  // Q -> smem (rows past H are zero).
+  {
+    const __nv_bfloat16* qt = reinterpret_cast<const __nv_bfloat16*>(p.q) + int64_t(t) * p.q_stride_t;
+    for (int k = tid; k < C::M * (kD / 8); k += kThreads) {
+      const int r = k / (kD / 8);
+      const int ch = k - r * (kD / 8);
+      uint4 v = make_uint4(0, 0, 0, 0);
+      if (h0 + r < p.H) v = __ldg(reinterpret_cast<const uint4*>(qt + int64_t(h0 + r) * p.q_stride_h) + ch);
+      *reinterpret_cast<uint4*>(sQ + r * kSRow + ch * 8) = v;
+    }
+  }
+
+  const float scale_log2 = p.sm_scale * kLog2e;
+  float o[MT][8][4];
+  float m_run[MT][2], l_run[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+    for (int n = 0; n < 8; ++n)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) o[mt][n][c] = 0.f;
+    m_run[mt][0] = m_run[mt][1] = -INFINITY;
+    l_run[mt][0] = l_run[mt][1] = 0.f;
+  }
+  float mS[2] = {-INFINITY, -INFINITY};  // running max of this S-warp's two rows
+
+  const int mw = warp % MT;  // S phase: m-tile of this warp
+  const int nw = warp / MT;  // S phase: n-slice of this warp
+  const bool s_active = warp < C::S_WARPS;
+
+  TileT tile;
+  auto tile_src = [&](int it, const SparseMlaCache*& c, int& pos0, int& len) {
+    if (it < nt_m) {
+      c = &p.main; pos0 = it * BN; len = len_m;
+    } else {
+      c = &p.extra; pos0 = (it - nt_m) * BN; len = len_e;
+    }
+  };
+  if (tile_begin < tile_end) {
+    const SparseMlaCache* c; int pos0, len;
+    tile_src(tile_begin, c, pos0, len);
+    tile.prefetch(*c, t, pos0, len, tid);
+  }
+
+  for (int it = tile_begin; it < tile_end; ++it) {
+    __syncthreads();  // previous tile's PV is done with sKV / sP (and Q stores are visible)
+    tile.store(sKV, sValid, tid);
+    if (it + 1 < tile_end) {
+      const SparseMlaCache* c; int pos0, len;
+      tile_src(it + 1, c, pos0, len);
+      tile.prefetch(*c, t, pos0, len, tid);
+    }
+    __syncthreads();
+
+    // ---- S = Q K^T for a 16 x (8*NTW) slice
+    float sacc[C::NTW][4];
+#pragma unroll
+    for (int n = 0; n < C::NTW; ++n)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) sacc[n][c] = 0.f;
+    const int rm = mw * 16;
+    const int cn = nw * (C::NTW * 8);
+    if (s_active) {
+      const __nv_bfloat16* qa = sQ + (rm + (lane & 15)) * kSRow + (lane >> 4) * 8;
+#pragma unroll 4
+      for (int kk = 0; kk < kD / 16; ++kk) {
+        uint32_t a[4];
+        ldsm_x4(a, qa + kk * 16);
+        if constexpr (C::NTW == 1) {
+          uint32_t b[2];
+          ldsm_x2(b, sKV + (cn + (lane & 7)) * kSRow + kk * 16 + ((lane >> 3) & 1) * 8);
+          mma_bf16(sacc[0], a, b[0], b[1]);
+        } else {
+#pragma unroll
+          for (int pr = 0; pr < C::NTW / 2; ++pr) {
+            uint32_t b[4];
+            const int i = lane >> 3;
+            ldsm_x4(b, sKV + (cn + pr * 16 + (i >> 1) * 8 + (lane & 7)) * kSRow + kk * 16 + (i & 1) * 8);
+            mma_bf16(sacc[2 * pr], a, b[0], b[1]);
+            mma_bf16(sacc[2 * pr + 1], a, b[2], b[3]);
+          }
+        }
+      }
+      // scale (base 2), mask, row max
+      float rmax[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+      for (int n = 0; n < C::NTW; ++n) {
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          const int col = cn + n * 8 + (lane & 3) * 2 + (c & 1);
+          const float s = sValid[col] ? sacc[n][c] * scale_log2 : -INFINITY;
+          sacc[n][c] = s;
+          rmax[c >> 1] = fmaxf(rmax[c >> 1], s);
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        rmax[i] = fmaxf(rmax[i], __shfl_xor_sync(0xffffffffu, rmax[i], 1));
+        rmax[i] = fmaxf(rmax[i], __shfl_xor_sync(0xffffffffu, rmax[i], 2));
+      }
+      if ((lane & 3) == 0) {
+        sRmax[nw * C::M + rm + (lane >> 2)] = rmax[0];
+        sRmax[nw * C::M + rm + (lane >> 2) + 8] = rmax[1];
+      }
+    }
+    __syncthreads();
+
+    // ---- P = exp2(S - m_new) in bf16 to smem, row sums of the rounded P
+    if (s_active) {
+      float m_use[2], rsum[2] = {0.f, 0.f};
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int row = rm + (lane >> 2) + 8 * i;
+        float mx = mS[i];
+#pragma unroll
+        for (int w = 0; w < C::NWN; ++w) mx = fmaxf(mx, sRmax[w * C::M + row]);
+        mS[i] = mx;
+        m_use[i] = mx == -INFINITY ? 0.f : mx;
+      }
+#pragma unroll
+      for (int n = 0; n < C::NTW; ++n) {
+        const int col = cn + n * 8 + (lane & 3) * 2;
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          const uint32_t pk = pack_bf16(fast_exp2(sacc[n][2 * i] - m_use[i]),
+                                        fast_exp2(sacc[n][2 * i + 1] - m_use[i]));
+          rsum[i] += bf16_lo(pk) + bf16_hi(pk);
+          const int row = rm + (lane >> 2) + 8 * i;
+          *reinterpret_cast<uint32_t*>(sP + row * C::PROW + col) = pk;
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        rsum[i] += __shfl_xor_sync(0xffffffffu, rsum[i], 1);
+        rsum[i] += __shfl_xor_sync(0xffffffffu, rsum[i], 2);
+      }
+      if ((lane & 3) == 0) {
+        sRsum[nw * C::M + rm + (lane >> 2)] = rsum[0];
+        sRsum[nw * C::M + rm + (lane >> 2) + 8] = rsum[1];
+      }
+    }
+    __syncthreads();
+
+    // ---- rescale O, update l, O += P V over this warp's 64 output dims
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int row = mt * 16 + (lane >> 2) + 8 * i;
+        float mx = m_run[mt][i];
+        float rs = 0.f;
+#pragma unroll
+        for (int w = 0; w < C::NWN; ++w) {
+          mx = fmaxf(mx, sRmax[w * C::M + row]);
+          rs += sRsum[w * C::M + row];
+        }
+        const float alpha = mx == -INFINITY ? 1.f : fast_exp2(m_run[mt][i] - mx);
+        m_run[mt][i] = mx;
+        l_run[mt][i] = l_run[mt][i] * alpha + rs;
+#pragma unroll
+        for (int n = 0; n < 8; ++n) {
+          o[mt][n][2 * i] *= alpha;
+          o[mt][n][2 * i + 1] *= alpha;
+        }
+      }
+    }
+    const int d0 = warp * 64;
+#pragma unroll
+    for (int ks = 0; ks < BN / 16; ++ks) {
+      uint32_t pa[MT][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+        ldsm_x4(pa[mt], sP + (mt * 16 + (lane & 15)) * C::PROW + ks * 16 + (lane >> 4) * 8);
+#pragma unroll
+      for (int np = 0; np < 4; ++np) {
+        uint32_t b[4];
+        const int i = lane >> 3;
+        ldsm_x4_t(b, sKV + (ks * 16 + (i & 1) * 8 + (lane & 7)) * kSRow + d0 + (np * 2 + (i >> 1)) * 8);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          mma_bf16(o[mt][2 * np], pa[mt], b[0], b[1]);
+          mma_bf16(o[mt][2 * np + 1], pa[mt], b[2], b[3]);
+        }
+      }
+    }
+  }
+
+  // ---- epilogue
+  const int d0 = warp * 64;
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int row = mt * 16 + (lane >> 2) + 8 * i;
+      const int h = h0 + row;
+      if (h >= p.H) continue;
+      const bool empty = m_run[mt][i] == -INFINITY;
+      const float l = l_run[mt][i];
+      const float lse2 = empty ? -INFINITY : m_run[mt][i] + __log2f(l);
+      const int64_t th = int64_t(t) * p.H + h;
+      if (num_splits == 1) {
+        const float lse_nat = lse2 * kLn2;
+        const float f = out_factor(empty, l, lse_nat, p.sink, h);
+        __nv_bfloat16* dst = reinterpret_cast<__nv_bfloat16*>(p.out) + th * kD + d0 + (lane & 3) * 2;
+#pragma unroll
+        for (int n = 0; n < 8; ++n)
+          *reinterpret_cast<uint32_t*>(dst + n * 8) = pack_bf16(o[mt][n][2 * i] * f, o[mt][n][2 * i + 1] * f);
+        if (warp == 0 && (lane & 3) == 0) p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
+      } else {
+        const float f = empty ? 0.f : 1.f / l;
+        float* dst = p.ws_out + (th * num_splits + split) * kD + d0 + (lane & 3) * 2;
+#pragma unroll
+        for (int n = 0; n < 8; ++n)
+          *reinterpret_cast<float2*>(dst + n * 8) = make_float2(o[mt][n][2 * i] * f, o[mt][n][2 * i + 1] * f);
+        if (warp == 0 && (lane & 3) == 0) p.ws_lse[th * num_splits + split] = lse2;
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------- split combine
+// One block of 128 threads per (token, head); each thread owns 4 of the 512 dims.
+__global__ void __launch_bounds__(128) sparse_mla_combine_kernel(const SparseMlaParams p, int num_splits) {
+  const int64_t th = blockIdx.x;
+  const int h = int(th % p.H);
+  const float* lse_s = p.ws_lse + th * num_splits;
+  float mx = -INFINITY;
+  for (int s = 0; s < num_splits; ++s) mx = fmaxf(mx, lse_s[s]);
+  const bool empty = mx == -INFINITY;
+  float L = 0.f;
+  float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+  if (!empty) {
+    for (int s = 0; s < num_splits; ++s) {
+      const float ls = lse_s[s];
+      if (ls == -INFINITY) continue;  // empty split: weight 0, partial never read
+      const float w = exp2f(ls - mx);
+      L += w;
+      const float4 v = *reinterpret_cast<const float4*>(p.ws_out + (th * num_splits + s) * kD + threadIdx.x * 4);
+      acc.x += w * v.x; acc.y += w * v.y; acc.z += w * v.z; acc.w += w * v.w;
+    }
+  }
+  const float lse_nat = empty ? -INFINITY : (mx + log2f(L)) * kLn2;
+  float f = empty ? 0.f : 1.f / L;
+  if (!empty && p.sink != nullptr) f *= 1.f / (1.f + expf(__ldg(p.sink + h) - lse_nat));
+  uint2 packed = make_uint2(pack_bf16(acc.x * f, acc.y * f), pack_bf16(acc.z * f, acc.w * f));
+  *reinterpret_cast<uint2*>(reinterpret_cast<__nv_bfloat16*>(p.out) + th * kD + threadIdx.x * 4) = packed;
+  if (threadIdx.x == 0) p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
+}
+
+// ---------------------------------------------------------------- host side
+constexpr int kMaxDevices = 64;
+
+struct DeviceInfo {
+  int sms = 0;
+  int smem_optin = 0;
+};
+
+const DeviceInfo& device_info(int device) {
+  static DeviceInfo cache[kMaxDevices];
+  DeviceInfo& d = cache[device];
+  if (d.sms == 0) {
+    int sms = 0, optin = 0;
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+    d.smem_optin = optin;
+    d.sms = sms > 0 ? sms : 1;
+  }
+  return d;
+}
+
+int heads_per_cta(int config, int H) {
+  if (config == kConfigLarge) return H <= 16 ? 16 : (H <= 32 ? 32 : 64);
+  return H <= 16 ? 16 : 32;
+}
+
+template <int MT, int BN, int VEC>
+cudaError_t launch_main(const SparseMlaParams& p, const SparseMlaPlan& plan, int head_blocks,
+                        cudaStream_t stream) {
+  using C = Cfg<MT, BN>;
+  auto kernel = sparse_mla_decode_kernel<MT, BN, VEC>;
+  static bool attr_set[kMaxDevices] = {};
+  int device = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e != cudaSuccess) return e;
+  if (device < 0 || device >= kMaxDevices) return cudaErrorInvalidDevice;
+  if (!attr_set[device]) {
+    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM);
+    if (e != cudaSuccess) return e;
+    attr_set[device] = true;
+  }
+  dim3 grid(unsigned(int64_t(p.T) * head_blocks), unsigned(plan.num_splits));
+  kernel<<<grid, kThreads, C::SMEM, stream>>>(p, plan.num_splits, head_blocks);
+  return cudaGetLastError();
+}
+
+template <int VEC>
+cudaError_t dispatch(const SparseMlaParams& p, const SparseMlaPlan& plan, int head_blocks,
+                     cudaStream_t stream) {
+  if (plan.config == kConfigLarge) {
+    switch (plan.heads_per_cta) {
+      case 16: return launch_main<1, 64, VEC>(p, plan, head_blocks, stream);
+      case 32: return launch_main<2, 64, VEC>(p, plan, head_blocks, stream);
+      case 64: return launch_main<4, 64, VEC>(p, plan, head_blocks, stream);
+      default: return cudaErrorInvalidValue;
+    }
+  }
+  switch (plan.heads_per_cta) {
+    case 16: return launch_main<1, 32, VEC>(p, plan, head_blocks, stream);
+    case 32: return launch_main<2, 32, VEC>(p, plan, head_blocks, stream);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+bool aligned16(const SparseMlaCache& c) {
+  return (reinterpret_cast<uintptr_t>(c.base) % 16 == 0) && (c.page_stride % 16 == 0);
+}
+
+}  // namespace
+
+cudaError_t sparse_mla_decode_plan(int device, int T, int H, int topk, int extra_topk, int config,
+                                   int requested_splits, SparseMlaPlan* plan) {
+  if (plan == nullptr || device < 0 || device >= kMaxDevices || T < 0 || H < 1 || H > 128 ||
+      topk < 1 || extra_topk < 0)
+    return cudaErrorInvalidValue;
+  const DeviceInfo& d = device_info(device);
+  if (config == kConfigAuto) config = d.smem_optin >= Cfg<4, 64>::SMEM ? kConfigLarge : kConfigSmall;
+  if (config != kConfigLarge && config != kConfigSmall) return cudaErrorInvalidValue;
+  plan->config = config;
+  plan->heads_per_cta = heads_per_cta(config, H);
+  plan->tile_n = config == kConfigLarge ? 64 : 32;
+  const int head_blocks = (H + plan->heads_per_cta - 1) / plan->heads_per_cta;
+  if (requested_splits > 0) {
+    plan->num_splits = requested_splits < kMaxSplits ? requested_splits : kMaxSplits;
+    return cudaSuccess;
+  }
+  const int tiles = (topk + plan->tile_n - 1) / plan->tile_n + (extra_topk + plan->tile_n - 1) / plan->tile_n;
+  const int64_t ctas = int64_t(T) * head_blocks;
+  const int64_t target = int64_t(d.sms) * (config == kConfigLarge ? 1 : 2);
+  int splits = 1;
+  if (ctas > 0 && ctas < target) {
+    splits = int((target + ctas - 1) / ctas);
+    if (splits > tiles) splits = tiles;
+    if (splits > kMaxSplits) splits = kMaxSplits;
+    if (splits < 1) splits = 1;
+  }
+  plan->num_splits = splits;
+  return cudaSuccess;
+}
+
+cudaError_t sparse_mla_decode_launch(const SparseMlaParams& p, const SparseMlaPlan& plan,
+                                     cudaStream_t stream) {
+  if (p.T == 0) return cudaSuccess;
+  if (p.H < 1 || p.H > 128 || plan.num_splits < 1 || plan.num_splits > kMaxSplits)
+    return cudaErrorInvalidValue;
+  if (plan.num_splits > 1 && (p.ws_out == nullptr || p.ws_lse == nullptr)) return cudaErrorInvalidValue;
+  const int head_blocks = (p.H + plan.heads_per_cta - 1) / plan.heads_per_cta;
+  const bool vec16 = aligned16(p.main) && (p.extra.topk == 0 || aligned16(p.extra));
+  cudaError_t e = vec16 ? dispatch<16>(p, plan, head_blocks, stream)
+                        : dispatch<8>(p, plan, head_blocks, stream);
+  if (e != cudaSuccess || plan.num_splits == 1) return e;
+  sparse_mla_combine_kernel<<<unsigned(int64_t(p.T) * p.H), 128, 0, stream>>>(p, plan.num_splits);
+  return cudaGetLastError();
+}
+
+}  // namespace dsparkctl
