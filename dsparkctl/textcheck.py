@@ -531,11 +531,14 @@ def _check_punct_density(text: str, lexes: Sequence[Lex], th: Thresholds) -> lis
     share, i = best
     # Start at the first mark from which the next stretch is punctuation-heavy too,
     # not at the healthy comma that happens to open the window.
-    probe = 20
     win = chars[i:i + w]
     start = next((off for k, (off, is_p) in enumerate(win) if is_p
-                  and sum(q for _, q in win[k:k + probe]) >= th.punct_weak_share * probe),
-                 win[0][0])
+                  and sum(q for _, q in win[k:k + 6]) >= 4), None)  # a tight salad
+    if start is None:
+        probe = 20
+        start = next((off for k, (off, is_p) in enumerate(win) if is_p
+                      and sum(q for _, q in win[k:k + probe]) >= th.punct_weak_share * probe),
+                     win[0][0])
     start = next((x.start for x in prose if x.start <= start < x.end), start)
     strong = share >= th.punct_strong_share
     return [_issue(text, lexes, "punctuation-density", "garble", strong, start,
