@@ -85,7 +85,7 @@ def test_timeout_is_bounded_and_not_retried(toy: ToyServer) -> None:
     toy.cfg.mode, toy.cfg.delay_s = "slow", 3.0
     c = client(toy.url, timeout_s=0.4, retries=3)
     t0 = time.monotonic()
-    with pytest.raises(EndpointTimeout, match="no answer within 0.4 s"):
+    with pytest.raises(EndpointTimeout, match=r"no answer within 0\.4 s"):
         c.generate("x", max_new_tokens=8)
     assert time.monotonic() - t0 < 2.0
     assert toy.state.generate_calls == 1
