@@ -1,0 +1,297 @@
+"""Benchmark dsparkctl's sparse-MLA decode kernel against SGLang's Triton fallback, the torch
+reference and a roofline, all measured in the same run on the same GPU.
+
+    python bench/bench_kernel.py --triton-peer PATH/flash_mla_sm120_triton.py \
+        --json bench/results/kernel_h200.json --md bench/results/kernel_h200.md
+
+Times are CUDA-graph replays (median over replays of a graph holding many calls that rotate
+over independent index sets, so the gathered rows do not sit in L2 between calls). Bytes =
+unique gathered tokens x 584 + Q + O; FLOPs = 2 * H * (valid + extra) * 1024 per token;
+roofline = max(bytes / measured copy bandwidth, FLOPs / bf16 matmul peak).
+The Triton peer is read from the sglang wheel by path (SGLang itself is not imported).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import json
+import math
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from dsparkctl.kernel import layout, ops, reference
+
+GAMMA = 5
+BF16_PEAK_NOMINAL = 790e12
+
+
+def measure_copy_bandwidth() -> float:
+    """Device-to-device copy, bytes read + written per second (median of 10)."""
+    n = 1 << 30
+    a = torch.empty(n, dtype=torch.uint8, device="cuda")
+    b = torch.empty_like(a)
+    a.random_(0, 255)
+    for _ in range(3):
+        b.copy_(a)
+    times = []
+    for _ in range(10):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        b.copy_(a)
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e) / 1e3)
+    del a, b
+    return 2 * n / statistics.median(times)
+
+
+def measure_bf16_peak() -> float:
+    n = 8192
+    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    for _ in range(3):
+        a @ b
+    times = []
+    for _ in range(10):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        a @ b
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e) / 1e3)
+    return 2 * n**3 / statistics.median(times)
+
+
+def load_triton_peer(path: str | None):
+    if not path:
+        return None
+    spec = importlib.util.spec_from_file_location("sglang_flash_mla_sm120_triton", path)
+    mod = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(mod)
+    return mod.flash_mla_sparse_decode_triton
+
+
+class Caches:
+    """One big main cache (page 256, SGLang-padded stride) and one extra cache (page 64)."""
+
+    def __init__(self, main_tokens: int, extra_tokens: int) -> None:
+        g = torch.Generator(device="cuda").manual_seed(0)
+        self.main = self._cache(main_tokens, 256, g)
+        self.extra = self._cache(extra_tokens, 64, g)
+        self.main_tokens, self.extra_tokens = main_tokens, extra_tokens
+
+    @staticmethod
+    def _cache(n: int, pbs: int, g: torch.Generator) -> torch.Tensor:
+        pad = layout.sglang_page_bytes(pbs) - layout.logical_page_bytes(pbs)
+        return layout.quantize_kv(torch.randn(n, 512, generator=g, device="cuda"), pbs, page_stride_pad=pad)
+
+
+def make_sets(shape: dict, caches: Caches, n_sets: int, seed: int) -> list[dict]:
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    t, h, topk, valid, extra = shape["T"], shape["H"], shape["topk"], shape["valid"], shape["extra"]
+    per_req = GAMMA if shape["kind"] == "dspark" else 1
+    sets = []
+    for _ in range(n_sets):
+        reqs = -(-t // per_req)
+        base = torch.randint(0, caches.main_tokens - topk, (reqs,), generator=g, device="cuda")
+        win = base.repeat_interleave(per_req)[:t, None] + torch.arange(topk, device="cuda")[None]
+        idx = win.to(torch.int32)
+        idx[:, valid:] = -1
+        s = {
+            "q": torch.randn(t, h, 512, generator=g, device="cuda").to(torch.bfloat16),
+            "kv_cache": caches.main,
+            "indices": idx.contiguous(),
+            "topk_length": torch.full((t,), valid, device="cuda", dtype=torch.int32),
+            "attn_sink": torch.randn(h, generator=g, device="cuda"),
+        }
+        if extra:
+            s["extra_kv_cache"] = caches.extra
+            s["extra_indices"] = torch.randint(0, caches.extra_tokens, (t, extra), generator=g, device="cuda", dtype=torch.int32)
+            s["extra_topk_length"] = torch.full((t,), extra, device="cuda", dtype=torch.int32)
+        sets.append(s)
+    return sets
+
+
+def call_bytes_flops(shape: dict, s: dict) -> tuple[int, float]:
+    uniq = torch.unique(s["indices"][s["indices"] >= 0]).numel()
+    if "extra_indices" in s:
+        uniq += torch.unique(s["extra_indices"]).numel()
+    t, h = shape["T"], shape["H"]
+    qo = t * h * 512 * 2 * 2 + t * h * 4
+    flops = 2.0 * h * (shape["valid"] + shape["extra"]) * 1024 * t
+    return uniq * layout.TOKEN_BYTES + qo, flops
+
+
+def graph_time(fn, sets: list[dict], replays: int = 7) -> float:
+    """Median seconds per call over graph replays of one pass over ``sets``."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for s in sets[:2]:
+            fn(s)
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for s in sets:
+            fn(s)
+    graph.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(replays):
+        st, en = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        st.record()
+        graph.replay()
+        en.record()
+        en.synchronize()
+        times.append(st.elapsed_time(en) / 1e3 / len(sets))
+    del graph
+    return statistics.median(times)
+
+
+def eager_time(fn, sets: list[dict], reps: int = 3) -> float:
+    fn(sets[0])
+    torch.cuda.synchronize()
+    times = []
+    for i in range(reps):
+        st, en = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        st.record()
+        fn(sets[i % len(sets)])
+        en.record()
+        en.synchronize()
+        times.append(st.elapsed_time(en) / 1e3)
+    return statistics.median(times)
+
+
+def shapes(quick: bool) -> list[dict]:
+    out = []
+    for extra in (0, 512):
+        for t in (5, 10, 25, 50):
+            out.append({"kind": "dspark", "H": 64, "topk": 192, "valid": 133, "extra": extra, "T": t})
+    for h in (16, 32, 64, 128):
+        for extra in (512, 1024):
+            for t in (1, 8, 32, 64):
+                out.append({"kind": "decode", "H": h, "topk": 128, "valid": 128, "extra": extra, "T": t})
+    if quick:
+        out = [s for s in out if s["kind"] == "dspark" or (s["H"] in (64, 128) and s["T"] in (1, 64))]
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--triton-peer", help="path to sglang's flash_mla_sm120_triton.py (from the wheel)")
+    ap.add_argument("--json", type=Path, required=True)
+    ap.add_argument("--md", type=Path, required=True)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--no-ref", action="store_true", help="skip timing the torch reference")
+    args = ap.parse_args()
+
+    so = ops.load()
+    dev = torch.cuda.get_device_name()
+    copy_bw = measure_copy_bandwidth()
+    peak = measure_bf16_peak()
+    triton_fn = load_triton_peer(args.triton_peer)
+    caches = Caches(main_tokens=1 << 19, extra_tokens=1 << 18)
+    scale = 512**-0.5
+    rows = []
+    for i, shape in enumerate(shapes(args.quick)):
+        probe = make_sets(shape, caches, 1, seed=10_000 + i)[0]
+        nbytes, flops = call_bytes_flops(shape, probe)
+        n_sets = int(min(256, max(4, math.ceil(240e6 / nbytes))))
+        sets = make_sets(shape, caches, n_sets, seed=i)
+        ours = graph_time(lambda s: ops.sparse_mla_decode(sm_scale=scale, **s), sets)
+        # correctness of what we timed, against the fp32 reference
+        o, lse = ops.sparse_mla_decode(sm_scale=scale, **sets[0])
+        r_o, r_l = reference.sparse_mla_decode_ref(sm_scale=scale, **sets[0])
+        ok, stats = reference.within_flashmla_tolerance(o, lse, r_o, r_l)
+        row = dict(shape)
+        row.update(
+            sets=n_sets,
+            bytes=nbytes,
+            flops=flops,
+            ours_us=ours * 1e6,
+            ok=ok,
+            max_abs_err_out=stats["max_abs_err_out"],
+            roofline_us=max(nbytes / copy_bw, flops / peak) * 1e6,
+        )
+        row["pct_roofline"] = 100 * row["roofline_us"] / row["ours_us"]
+        row["eff_bw_gbs"] = nbytes / ours / 1e9
+        row["tflops"] = flops / ours / 1e12
+        if triton_fn is not None:
+
+            def tri(s):
+                q4 = s["q"].unsqueeze(1)
+                return triton_fn(q4, s["kv_cache"], s["indices"], s["topk_length"], s["attn_sink"], 512, scale,
+                                 s.get("extra_kv_cache"), s.get("extra_indices"), s.get("extra_topk_length"))  # fmt: skip
+
+            tsets = sets[: min(len(sets), 8)]
+            try:
+                row["triton_us"] = graph_time(tri, tsets, replays=3) * 1e6
+                row["triton_timing"] = "graph"
+            except Exception as exc:  # capture can fail for peers that sync; time eagerly then
+                torch.cuda.synchronize()
+                row["triton_us"] = eager_time(tri, tsets) * 1e6
+                row["triton_timing"] = f"eager ({type(exc).__name__})"
+            t_o, _ = tri(sets[0])
+            row["triton_max_abs_diff_vs_ref"] = float((t_o.squeeze(1).float() - r_o).abs().max())
+            row["speedup_vs_triton"] = row["triton_us"] / row["ours_us"]
+        if not args.no_ref:
+            row["ref_us"] = eager_time(lambda s: reference.sparse_mla_decode_ref(sm_scale=scale, **s), sets) * 1e6
+        rows.append(row)
+        print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()}), flush=True)
+
+    meta = {
+        "device": dev,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "host": platform.node(),
+        "library": str(so),
+        "copy_bandwidth_gbs": copy_bw / 1e9,
+        "bf16_matmul_tflops": peak / 1e12,
+        "bf16_peak_nominal_tflops": BF16_PEAK_NOMINAL / 1e12,
+        "timing": "CUDA-graph replay, median of replays, per call; rotating index sets",
+        "time": time.time(),
+    }
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+    args.md.write_text(render_md(meta, rows))
+    print(render_md(meta, rows))
+    return 0
+
+
+def render_md(meta: dict, rows: list[dict]) -> str:
+    lines = [
+        f"# sparse-MLA decode benchmark: {meta['device']}",
+        "",
+        f"- date: {meta['date']}; torch {meta['torch']} (CUDA {meta['cuda']})",
+        f"- command: `{meta['command']}`",
+        f"- measured copy bandwidth {meta['copy_bandwidth_gbs']:.0f} GB/s, bf16 matmul {meta['bf16_matmul_tflops']:.0f} TFLOP/s (roofline uses these)",
+        f"- {meta['timing']}",
+        "",
+        "| kind | H | topk(valid) | extra | T | ours us | Triton us | x Triton | torch ref us | roofline us | % roofline | GB/s | TFLOP/s | ok |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['kind']} | {r['H']} | {r['topk']}({r['valid']}) | {r['extra']} | {r['T']} | {r['ours_us']:.1f} | "
+            f"{r.get('triton_us', float('nan')):.1f} | {r.get('speedup_vs_triton', float('nan')):.1f} | "
+            f"{r.get('ref_us', float('nan')):.0f} | {r['roofline_us']:.1f} | {r['pct_roofline']:.0f} | "
+            f"{r['eff_bw_gbs']:.0f} | {r['tflops']:.0f} | {'yes' if r['ok'] else 'NO'} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

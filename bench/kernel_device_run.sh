@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# One device call for the sparse-MLA kernel: build for the GPU at hand, run the GPU tests,
+# compute-sanitizer (memcheck + racecheck) on a small subset, then the benchmark.
+# Logs and results land in $OUT (the device tool's output folder) or ./kernel_run_out.
+#   usage: bash bench/kernel_device_run.sh [TRITON_PEER_PY] [--quick] [--skip-tests]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/kernel_run_out}
+mkdir -p "$OUT"
+PEER=${1:-}
+QUICK=""; SKIP_TESTS=""
+for a in "$@"; do
+  [ "$a" = "--quick" ] && QUICK="--quick"
+  [ "$a" = "--skip-tests" ] && SKIP_TESTS=1
+done
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
+PY=${PYTHON:-python3}
+{ nvidia-smi; $PY -c 'import torch; print(torch.__version__, torch.version.cuda, torch.cuda.get_device_name())'; nvcc --version | tail -1; } > "$OUT/env.txt" 2>&1
+ARCH=$($PY -c 'import torch; from dsparkctl.kernel.build import arch_for_capability as a; print(a(*torch.cuda.get_device_capability()))')
+t0=$(date +%s)
+$PY -c "from pathlib import Path; from dsparkctl.kernel import build; print(build.build_extension('$ARCH', Path('/tmp/kbuild'), Path('$OUT/build.log')))" || { echo BUILD FAILED; tail -50 "$OUT/build.log"; exit 1; }
+echo "build: $(( $(date +%s) - t0 )) s"
+export DSPARKCTL_KERNEL_SO=/tmp/kbuild/dsparkctl_sparse_mla_$ARCH.so
+grep -E "registers|spill" "$OUT/build.log" | sort | uniq -c | head -30
+if [ -z "$SKIP_TESTS" ]; then
+  t0=$(date +%s)
+  $PY -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider 2>&1 | tee "$OUT/gpu_tests.log" | tail -25
+  echo "gpu tests: $(( $(date +%s) - t0 )) s"
+  t0=$(date +%s)
+  { echo "== memcheck"; compute-sanitizer --tool memcheck --leak-check no $PY -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider -k sanitizer_subset 2>&1 | tail -15;
+    echo "== racecheck"; compute-sanitizer --tool racecheck $PY -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider -k "sanitizer_subset and T2" 2>&1 | tail -15; } > "$OUT/sanitizer.log" 2>&1
+  cat "$OUT/sanitizer.log"
+  echo "sanitizer: $(( $(date +%s) - t0 )) s"
+fi
+t0=$(date +%s)
+$PY bench/bench_kernel.py ${PEER:+--triton-peer "$PEER"} $QUICK --json "$OUT/kernel_bench.json" --md "$OUT/kernel_bench.md" > "$OUT/bench.log" 2>&1
+tail -60 "$OUT/bench.log"
+echo "bench: $(( $(date +%s) - t0 )) s"

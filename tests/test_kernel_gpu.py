@@ -1,0 +1,334 @@
+"""GPU tests of the bundled sparse-MLA decode kernel against the fp64 torch reference.
+
+Marked ``gpu``: skipped without a CUDA device. The library comes from ``$DSPARKCTL_KERNEL_SO``
+or is built into the user cache on first use. Every test draws fresh random data; the cache
+tail is filled with NaN bytes so that any read of an unreferenced row shows up.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from dsparkctl.kernel import layout, ops, reference  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+HEADS = (1, 8, 16, 24, 32, 64, 128)
+TOPKS = (1, 64, 128, 192, 256, 320, 512, 1024, 2048)
+TOKENS = (1, 5, 6, 50, 64, 300)
+PAGES = (64, 256)
+EXTRAS = (None, (512, 64), (96, 2))  # (extra_topk, extra page size)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _library() -> None:
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    ops.load()
+
+
+@dataclass
+class Case:
+    t: int
+    h: int
+    topk: int
+    pbs: int
+    extra: tuple[int, int] | None
+    sink: bool
+    seed: int
+    pad: int | None = None  # page stride padding in bytes; None = SGLang's (multiple of 576)
+
+    @property
+    def name(self) -> str:
+        e = "none" if self.extra is None else f"{self.extra[0]}@{self.extra[1]}"
+        return f"T{self.t}-H{self.h}-k{self.topk}-p{self.pbs}-x{e}-s{int(self.sink)}"
+
+
+def _make_cache(n_tok: int, pbs: int, gen: torch.Generator, pad: int) -> torch.Tensor:
+    kv = torch.randn(n_tok, 512, generator=gen, device="cuda")
+    # realistic magnitudes (unit-variance activations), scales still differ between groups
+    kv[:, :448] *= torch.exp2(torch.randint(-1, 2, (n_tok, 7), generator=gen, device="cuda").float()).repeat_interleave(64, 1)
+    cache = layout.quantize_kv(kv, pbs, page_stride_pad=pad)
+    # one extra page of NaN-filled slots that valid indices never point at... except through bugs
+    layout.fill_unused_slots(cache, n_tok)
+    return cache
+
+
+def _indices(t: int, k: int, n_valid_slots: int, n_slots: int, gen: torch.Generator) -> torch.Tensor:
+    idx = torch.randint(0, n_valid_slots, (t, k), generator=gen, device="cuda", dtype=torch.int32)
+    bad = torch.rand(t, k, generator=gen, device="cuda")
+    idx = torch.where(bad < 0.05, torch.full_like(idx, -1), idx)
+    idx = torch.where((bad >= 0.05) & (bad < 0.07), torch.full_like(idx, n_slots + 5), idx)
+    idx = torch.where((bad >= 0.07) & (bad < 0.08), torch.full_like(idx, -1000), idx)
+    idx = torch.where((bad >= 0.08) & (bad < 0.09), torch.full_like(idx, 2**31 - 1), idx)
+    if k >= 4:  # duplicates
+        idx[:, k // 2] = idx[:, 0]
+    return idx
+
+
+def _lengths(t: int, k: int, gen: torch.Generator) -> torch.Tensor:
+    ln = torch.randint(0, k + 1, (t,), generator=gen, device="cuda", dtype=torch.int32)
+    special = torch.tensor([0, k + 7, -3, k, -(2**31), 2**31 - 1], device="cuda", dtype=torch.int32)
+    n = min(t, special.numel())
+    ln[:n] = special[:n] if t > 1 else torch.tensor([k], device="cuda", dtype=torch.int32)
+    return ln
+
+
+def _inputs(c: Case) -> dict:
+    gen = torch.Generator(device="cuda").manual_seed(c.seed)
+    n_tok = max(2 * c.topk, 600)
+    pad = layout.sglang_page_bytes(c.pbs) - layout.logical_page_bytes(c.pbs) if c.pad is None else c.pad
+    cache = _make_cache(n_tok, c.pbs, gen, pad)
+    # an unreferenced NaN page at the end too
+    args = {
+        "q": torch.randn(c.t, c.h, 512, generator=gen, device="cuda").to(torch.bfloat16),
+        "kv_cache": cache,
+        "indices": _indices(c.t, c.topk, n_tok, layout.num_slots(cache), gen),
+        "topk_length": _lengths(c.t, c.topk, gen),
+        "attn_sink": torch.randn(c.h, generator=gen, device="cuda") if c.sink else None,
+    }
+    if c.extra is not None:
+        ek, epbs = c.extra
+        en = max(ek + 50, 300)
+        ecache = _make_cache(en, epbs, gen, 0)
+        args["extra_kv_cache"] = ecache
+        args["extra_indices"] = _indices(c.t, ek, en, layout.num_slots(ecache), gen)
+        eln = torch.randint(-2, ek + 3, (c.t,), generator=gen, device="cuda", dtype=torch.int32)
+        eln[0] = 0  # row 0 has main length 0 too (see _lengths): an empty row
+        args["extra_topk_length"] = eln
+    return args
+
+
+def _check(args: dict, out: torch.Tensor, lse: torch.Tensor, base2: bool = False, scale: float | None = None) -> dict:
+    ref_out, ref_lse = reference.sparse_mla_decode_ref(
+        args["q"], args["kv_cache"], args["indices"],
+        topk_length=args.get("topk_length"), attn_sink=args.get("attn_sink"),
+        extra_kv_cache=args.get("extra_kv_cache"), extra_indices=args.get("extra_indices"),
+        extra_topk_length=args.get("extra_topk_length"), sm_scale=scale,
+        lse_base2_sink=base2, compute_dtype=torch.float64, out_dtype=torch.float64,
+    )  # fmt: skip
+    assert out.dtype == torch.bfloat16 and out.shape == ref_out.shape
+    assert lse.dtype == torch.float32 and lse.shape == ref_lse.shape
+    ok, stats = reference.within_flashmla_tolerance(out, lse, ref_out, ref_lse)
+    assert ok, stats
+    return stats
+
+
+def _axis_cases() -> list[Case]:
+    """Every value of every axis, cycled against each other, plus the DSpark shapes."""
+    n = max(len(HEADS), len(TOPKS), len(TOKENS)) * 2
+    cases = []
+    for i in range(n):
+        c = Case(
+            t=TOKENS[i % len(TOKENS)],
+            h=HEADS[(i * 3) % len(HEADS)],
+            topk=TOPKS[(i * 5) % len(TOPKS)],
+            pbs=PAGES[i % len(PAGES)],
+            extra=EXTRAS[i % len(EXTRAS)],
+            sink=bool(i % 2),
+            seed=1000 + i,
+        )
+        if c.t == 300 and c.topk >= 1024:  # keep the fp64 reference fast
+            c.h = min(c.h, 16)
+        cases.append(c)
+    # DSpark draft (64 heads, topk 192) and verify (topk 128) shapes with the extra cache
+    for t, k, ex in itertools.product((5, 10, 25, 50), (192, 128), ((512, 64), None)):
+        cases.append(Case(t=t, h=64, topk=k, pbs=256, extra=ex, sink=True, seed=2000 + t + k))
+    return cases
+
+
+AXIS_CASES = _axis_cases()
+
+
+def test_axis_cases_cover_every_value() -> None:
+    for axis, values in (("h", HEADS), ("topk", TOPKS), ("t", TOKENS), ("pbs", PAGES), ("extra", EXTRAS)):
+        seen = {getattr(c, axis) for c in AXIS_CASES}
+        assert set(values) <= seen, (axis, set(values) - seen)
+
+
+@pytest.mark.parametrize("case", AXIS_CASES, ids=lambda c: c.name)
+@pytest.mark.parametrize("config", [ops.CONFIG_AUTO, ops.CONFIG_SMALL_SMEM], ids=["auto", "small"])
+def test_matches_reference(case: Case, config: int) -> None:
+    args = _inputs(case)
+    if config == ops.CONFIG_AUTO:
+        out, lse = ops.sparse_mla_decode(**args)
+    else:
+        out, lse = ops.sparse_mla_decode_cfg(config=config, **args)
+    _check(args, out, lse)
+
+
+def test_dspark_valid_length() -> None:
+    """64 heads, topk 192, valid length min(prefix, 128) + gamma, extra cache 512 @ 64."""
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    gamma, reqs = 5, 6
+    t = gamma * reqs
+    args = _inputs(Case(t=t, h=64, topk=192, pbs=256, extra=(512, 64), sink=True, seed=7))
+    prefix = torch.tensor([3, 50, 127, 128, 400, 5000], device="cuda", dtype=torch.int32)
+    ln = (prefix.clamp(max=128) + gamma).repeat_interleave(gamma)
+    args["topk_length"] = ln.to(torch.int32)
+    args["indices"][:, 133:] = torch.randint(0, 100, (t, 59), generator=gen, device="cuda", dtype=torch.int32)
+    out, lse = ops.sparse_mla_decode(**args)
+    _check(args, out, lse)
+
+
+@pytest.mark.parametrize("base2", [False, True])
+@pytest.mark.parametrize("sink", [False, True])
+def test_lse_conventions(base2: bool, sink: bool) -> None:
+    args = _inputs(Case(t=6, h=8, topk=64, pbs=64, extra=(96, 2), sink=sink, seed=11))
+    out, lse = ops.sparse_mla_decode(lse_base2_sink=base2, sm_scale=0.07, **args)
+    _check(args, out, lse, base2=base2, scale=0.07)
+    empty_row = 0  # _lengths/_inputs make row 0 empty in both caches
+    assert torch.count_nonzero(out[empty_row]) == 0
+    if not base2:
+        assert bool(torch.isposinf(lse[empty_row]).all())
+    elif sink:
+        assert torch.allclose(lse[empty_row], args["attn_sink"] * (1 / math.log(2)))
+    else:
+        assert bool(torch.isneginf(lse[empty_row]).all())
+
+
+@pytest.mark.parametrize("splits", [1, 2, 7, 64])
+@pytest.mark.parametrize("config", [ops.CONFIG_LARGE_SMEM, ops.CONFIG_SMALL_SMEM])
+def test_forced_splits_including_empty_ones(splits: int, config: int) -> None:
+    args = _inputs(Case(t=5, h=24, topk=128, pbs=64, extra=(64, 64), sink=True, seed=13 + splits))
+    out, lse = ops.sparse_mla_decode_cfg(config=config, num_splits=splits, **args)
+    assert not torch.isnan(out).any()
+    _check(args, out, lse)
+
+
+@pytest.mark.parametrize("pbs", [1, 3])
+def test_unaligned_page_stride_uses_narrow_loads(pbs: int) -> None:
+    # 584 * odd pbs is not a multiple of 16: the 8-byte load path must serve it.
+    args = _inputs(Case(t=5, h=16, topk=64, pbs=pbs, extra=(32, 1), sink=False, seed=17, pad=0))
+    assert layout.page_stride_bytes(args["kv_cache"]) % 16 != 0
+    out, lse = ops.sparse_mla_decode(**args)
+    _check(args, out, lse)
+
+
+def test_strided_q_fp8_view_and_3d_indices() -> None:
+    args = _inputs(Case(t=6, h=16, topk=256, pbs=256, extra=(512, 64), sink=True, seed=19))
+    big = torch.randn(6, 40, 512, device="cuda").to(torch.bfloat16)
+    big[:, 3:19] = args["q"]
+    args["q"] = big[:, 3:19]
+    assert not args["q"].is_contiguous()
+    args["kv_cache"] = args["kv_cache"].view(torch.float8_e4m3fn)
+    args["indices"] = args["indices"].unsqueeze(1)
+    out, lse = ops.sparse_mla_decode(**args)
+    args["kv_cache"] = args["kv_cache"].view(torch.uint8)
+    args["indices"] = args["indices"].squeeze(1)
+    _check(args, out, lse)
+
+
+def test_all_invalid_and_nan_everywhere_else() -> None:
+    gen = torch.Generator(device="cuda").manual_seed(23)
+    cache = _make_cache(64, 64, gen, 0)
+    layout.fill_unused_slots(cache, 0)  # every slot is NaN now
+    q = torch.randn(3, 64, 512, device="cuda").to(torch.bfloat16)
+    idx = torch.full((3, 192), -1, device="cuda", dtype=torch.int32)
+    out, lse = ops.sparse_mla_decode(q, cache, idx)
+    assert torch.count_nonzero(out) == 0 and bool(torch.isposinf(lse).all())
+
+
+def test_verify_path_equals_one_token_at_a_time() -> None:
+    """R requests x (gamma+1) tokens in one call == each row alone: bitwise with the same
+    split count; within FlashMLA tolerance with the automatic (T-dependent) split count."""
+    reqs, gamma = 4, 5
+    args = _inputs(Case(t=reqs * (gamma + 1), h=64, topk=128, pbs=256, extra=(512, 64), sink=True, seed=29))
+    for splits in (1, 4):
+        out, lse = ops.sparse_mla_decode_cfg(num_splits=splits, **args)
+        for r in range(args["q"].shape[0]):
+            row = {k: (v[r : r + 1] if k not in ("kv_cache", "extra_kv_cache", "attn_sink") and v is not None else v) for k, v in args.items()}
+            o1, l1 = ops.sparse_mla_decode_cfg(num_splits=splits, **row)
+            assert torch.equal(o1[0], out[r]) and torch.equal(l1[0], lse[r]), (splits, r)
+    out, lse = ops.sparse_mla_decode(**args)
+    o1, l1 = ops.sparse_mla_decode(**{k: (v[:1] if k not in ("kv_cache", "extra_kv_cache", "attn_sink") and v is not None else v) for k, v in args.items()})
+    ok, stats = reference.within_flashmla_tolerance(o1[0], l1[0], out[0].double(), lse[0].double())
+    assert ok, stats
+
+
+def test_cuda_graph_replay_matches_eager() -> None:
+    args = _inputs(Case(t=10, h=64, topk=192, pbs=256, extra=(512, 64), sink=True, seed=31))
+    eager = ops.sparse_mla_decode(**args)
+    static_q = args["q"].clone()
+    a2 = dict(args, q=static_q)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        ops.sparse_mla_decode(**a2)  # warm-up on the side stream
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        g_out, g_lse = ops.sparse_mla_decode(**a2)
+    g.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(g_out, eager[0]) and torch.equal(g_lse, eager[1])
+    # new inputs through the captured graph
+    new_q = torch.randn_like(static_q.float()).to(torch.bfloat16)
+    static_q.copy_(new_q)
+    g.replay()
+    torch.cuda.synchronize()
+    fresh = ops.sparse_mla_decode(**dict(args, q=new_q))
+    assert torch.equal(g_out, fresh[0]) and torch.equal(g_lse, fresh[1])
+
+
+def test_fake_tensor_and_compile() -> None:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    args = _inputs(Case(t=5, h=32, topk=64, pbs=64, extra=None, sink=False, seed=37))
+    op = torch.ops.dsparkctl.sparse_mla_decode
+    with FakeTensorMode() as mode:
+        fq = mode.from_tensor(args["q"])
+        fc = mode.from_tensor(args["kv_cache"])
+        fi = mode.from_tensor(args["indices"])
+        o, lse = op(fq, fc, fi, None, None, None, None, None, 0.05, False)
+        assert o.shape == (5, 32, 512) and o.dtype == torch.bfloat16
+        assert lse.shape == (5, 32) and lse.dtype == torch.float32
+
+    def f(q, c, i, ln):
+        o, lse = op(q, c, i, ln, None, None, None, None, 0.05, False)
+        return o.float().sum(-1), lse
+
+    compiled = torch.compile(f, fullgraph=True)
+    got = compiled(args["q"], args["kv_cache"], args["indices"], args["topk_length"])
+    want = f(args["q"], args["kv_cache"], args["indices"], args["topk_length"])
+    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+
+
+def test_direct_op_rejects_bad_input() -> None:
+    args = _inputs(Case(t=2, h=8, topk=64, pbs=64, extra=None, sink=False, seed=41))
+    op = torch.ops.dsparkctl.sparse_mla_decode
+    with pytest.raises(RuntimeError, match="int32"):
+        op(args["q"], args["kv_cache"], args["indices"].long(), None, None, None, None, None, 0.05, False)
+    with pytest.raises(RuntimeError, match="heads"):
+        op(torch.zeros(2, 200, 512, device="cuda", dtype=torch.bfloat16), args["kv_cache"], args["indices"], None, None, None, None, None, 0.05, False)
+
+
+def test_empty_batch() -> None:
+    args = _inputs(Case(t=1, h=8, topk=64, pbs=64, extra=None, sink=False, seed=43))
+    out, lse = ops.sparse_mla_decode(args["q"][:0], args["kv_cache"], args["indices"][:0])
+    assert out.shape == (0, 8, 512) and lse.shape == (0, 8)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        Case(t=3, h=24, topk=100, pbs=64, extra=(40, 2), sink=True, seed=51),
+        Case(t=1, h=128, topk=192, pbs=256, extra=(512, 64), sink=False, seed=52),
+        Case(t=2, h=8, topk=33, pbs=3, extra=None, sink=True, seed=53, pad=0),
+    ],
+    ids=lambda c: c.name,
+)
+def test_sanitizer_subset(case: Case) -> None:
+    """Small, diverse cases (OOB ids, NaN tails, both configs, splits, 8-byte path) that
+    ``compute-sanitizer`` runs: ``pytest -k sanitizer_subset`` under memcheck/racecheck."""
+    args = _inputs(case)
+    for config, splits in ((ops.CONFIG_AUTO, 0), (ops.CONFIG_SMALL_SMEM, 3), (ops.CONFIG_LARGE_SMEM, 1)):
+        out, lse = ops.sparse_mla_decode_cfg(config=config, num_splits=splits, **args)
+        torch.cuda.synchronize()
+        _check(args, out, lse)
