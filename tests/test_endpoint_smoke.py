@@ -371,3 +371,27 @@ def test_needle_prompt_is_long_deterministic_and_answerable() -> None:
     assert len(a.text.split()) > 3000
     pos = a.text.index(NEEDLE_ANSWER) / len(a.text)
     assert 0.3 < pos < 0.9  # buried in the middle, not at either end
+
+
+def test_kernel_hook_that_wants_the_plan(monkeypatch) -> None:
+    """The signature kernel_smoke.run_kernel_checks has: a plan, a rich progress, a tuple back."""
+    got: list[tuple] = []
+
+    def run_kernel_checks(plan, *, kernel="bundled", long=False, progress=None, seed=0):
+        got.append((plan, kernel, long, progress))
+        return [Finding("smoke-kernel-ok", Severity.INFO, "all shapes match")], {"ran": True,
+                                                                                "rows": []}
+
+    monkeypatch.setattr(smoke_cmd, "load_kernel_hook", lambda: run_kernel_checks)
+    kw = dict(long=True, endpoint=None, baseline=None, baseline_file=None, save_baseline=None,
+              prompts=None, max_new_tokens=None, concurrency=1, min_accept_length=2.0,
+              timeout=5.0, retries=0, strict_baseline=False, api_key=None, kernel=None,
+              show_progress=False, gpu=lambda: (True, "H200"))
+    doc = smoke_cmd.run_smoke(**kw, plan_factory=lambda: "PLAN")
+    assert got == [("PLAN", "bundled", True, None)]  # kernel=None -> the hook's default
+    assert doc["verdict"] == "healthy" and doc["kernel"]["ran"] is True
+    # no planner wired yet: a clear "no verdict", not a crash
+    doc = smoke_cmd.run_smoke(**kw)
+    assert doc["verdict"] == "unknown"
+    assert "deployment plan" in doc["findings"][0]["title"] or any(
+        "deployment plan" in f["title"] for f in doc["findings"])

@@ -18,15 +18,19 @@ kernel the serving stack will actually use). The result needs ``findings``
 (a list of ``dsparkctl.findings.Finding``), and may have ``judged`` (bool,
 default True: False when the checks could not reach a verdict) and
 ``section`` (a JSON-able dict, reported under ``"kernel"``). A plain list of
-findings is accepted too. The hook may raise ``UsageError`` for bad input
-and ``NoVerdictError`` when it cannot judge. Until the module exists the
-command says so in an INFO finding and does not fail.
+findings, or ``(findings, data)`` with ``data["ran"]``, is accepted too. A
+hook whose signature has a ``plan`` parameter gets the deployment plan from
+``run_smoke(plan_factory=...)`` (the doctor's planner; wired by the lead).
+The hook may raise ``UsageError`` for bad input and ``NoVerdictError`` when
+it cannot judge. Until the module exists the command says so in an INFO
+finding and does not fail.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -63,7 +67,15 @@ def load_kernel_hook() -> Callable[..., Any] | None:
 
 
 def normalize_kernel_result(result: Any) -> tuple[list[Finding], bool, dict[str, Any]]:
-    """Accept the hook's answer in the forms the contract allows."""
+    """Accept the hook's answer in the forms the contract allows.
+
+    ``(findings, data)`` is accepted too (``data["ran"] is False`` means no verdict).
+    """
+    if (isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict)
+            and isinstance(result[0], list)
+            and all(isinstance(f, Finding) for f in result[0])):
+        data = dict(result[1])
+        return list(result[0]), bool(data.get("ran", True)), data
     if isinstance(result, (list, tuple)) and all(isinstance(f, Finding) for f in result):
         return list(result), True, {}
     findings = getattr(result, "findings", None)
@@ -76,8 +88,42 @@ def normalize_kernel_result(result: Any) -> tuple[list[Finding], bool, dict[str,
     return list(findings), bool(get("judged", True)), dict(get("section", {}) or {})
 
 
+def call_kernel_hook(hook: Callable[..., Any], *, kernel: str | None, long: bool,
+                     show_progress: bool, plan_factory: Callable[[], Any] | None) -> Any:
+    """Call the hook with the arguments its signature asks for.
+
+    The contract is keyword-only ``kernel``, ``long``, ``show_progress``. A hook
+    that also wants the deployment ``plan`` (the doctor's planner output) gets
+    it from ``plan_factory``; ``progress`` (a rich Progress) is passed as None
+    so the hook draws its own or none.
+    """
+    params = inspect.signature(hook).parameters
+    any_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+    def takes(name: str) -> bool:
+        return any_kw or name in params
+
+    kwargs: dict[str, Any] = {}
+    if takes("kernel") and (kernel is not None or any_kw
+                            or params["kernel"].default is inspect.Parameter.empty):
+        kwargs["kernel"] = kernel  # None: the hook's own default (what the stack uses)
+    if takes("long"):
+        kwargs["long"] = long
+    if takes("show_progress"):
+        kwargs["show_progress"] = show_progress
+    elif "progress" in params:
+        kwargs["progress"] = None
+    if "plan" in params:
+        if plan_factory is None:
+            raise NoVerdictError("the kernel-level checks need the deployment plan, and this "
+                                 "command does not build one yet")
+        return hook(plan_factory(), **kwargs)
+    return hook(**kwargs)
+
+
 def run_kernel_level(*, kernel: str | None, long: bool, show_progress: bool,
-                     gpu: tuple[bool, str]) -> tuple[list[Finding], bool | None, dict[str, Any]]:
+                     gpu: tuple[bool, str], plan_factory: Callable[[], Any] | None = None
+                     ) -> tuple[list[Finding], bool | None, dict[str, Any]]:
     """Kernel-level checks when possible. ``judged`` is None when they did not run."""
     has_gpu, why = gpu
     if not has_gpu:
@@ -96,7 +142,8 @@ def run_kernel_level(*, kernel: str | None, long: bool, show_progress: bool,
             detail=f"{KERNEL_MODULE} is not installed; only server-level checks ran",
         )], None, {"ran": False, "reason": "not available"}
     try:
-        result = hook(kernel=kernel, long=long, show_progress=show_progress)
+        result = call_kernel_hook(hook, kernel=kernel, long=long, show_progress=show_progress,
+                                  plan_factory=plan_factory)
     except NoVerdictError as exc:
         return [Finding(id="smoke-kernel-no-verdict", severity=Severity.WARNING,
                         title=f"kernel-level checks could not judge: {exc}")], False, {
@@ -165,7 +212,8 @@ def run_smoke(*, long: bool, endpoint: str | None, baseline: str | None,
               max_new_tokens: int | None, concurrency: int, min_accept_length: float,
               timeout: float, retries: int, strict_baseline: bool, api_key: str | None,
               kernel: str | None, show_progress: bool,
-              gpu: Callable[[], tuple[bool, str]] | None = None) -> dict[str, Any]:
+              gpu: Callable[[], tuple[bool, str]] | None = None,
+              plan_factory: Callable[[], Any] | None = None) -> dict[str, Any]:
     """Everything but printing: validate, run what can run here, build the envelope."""
     if kernel is not None and kernel not in KERNEL_CHOICES:
         raise UsageError(f"--kernel {kernel!r}: choose one of {', '.join(KERNEL_CHOICES)}")
@@ -227,7 +275,8 @@ def run_smoke(*, long: bool, endpoint: str | None, baseline: str | None,
         return doc
 
     k_findings, k_judged, k_section = run_kernel_level(kernel=kernel, long=long,
-                                                       show_progress=show_progress, gpu=gpu_state)
+                                                       show_progress=show_progress, gpu=gpu_state,
+                                                       plan_factory=plan_factory)
     findings += k_findings
     sections["kernel"] = k_section
     if k_judged is not None:
