@@ -69,7 +69,6 @@ ID_HALF_PATCHED = "flashinfer-half-patched"
 ID_UNREADABLE = "flashinfer-layout-unreadable"
 ID_SHADOWING = "flashinfer-jit-cache-shadowing"
 ID_STALE = "flashinfer-jit-cache-stale"
-ID_IMPORT_DISAGREES = "flashinfer-import-disagrees"
 ID_VERSION_SKEW = "flashinfer-version-skew"
 ID_MODIFIED = "flashinfer-dispatch-modified"
 ID_NO_SM120 = "flashinfer-no-sm120-sparse-mla"
@@ -672,10 +671,6 @@ def _runtime_version(root: Path) -> str | None:
 # Findings.
 
 
-def _refs(*urls: str) -> tuple[str, ...]:
-    return tuple(urls)
-
-
 def _fmt_pairs(pairs: Iterable[tuple[int, int]]) -> str:
     return ", ".join(f"({h}, {k})" for h, k in sorted(pairs)) or "none"
 
@@ -701,7 +696,7 @@ def _half_patched(version: str | None, py: frozenset[tuple[int, int]],
         id=ID_HALF_PATCHED, severity=Severity.ERROR,
         title="FlashInfer's DSV4 decode table is half-patched: Python and C++ disagree",
         fix=_reinstall_fix(version),
-        refs=_refs(tables.PR_DSV4_192_256, tables.ISSUE_SGLANG_DSPARK),
+        refs=(tables.PR_DSV4_192_256, tables.ISSUE_SGLANG_DSPARK),
         detail="; ".join(parts) + f". Files: {files.get('python_table')}, "
                                   f"{files.get('cpp_decode')}",
         data={"only_python": sorted(map(list, only_py)),
@@ -789,7 +784,7 @@ def _prebuilt_modules(root: Path, dists: dict[str, list[_Dist]]) -> list[Path]:
     return found
 
 
-def _shadowing(version: str | None, modules: list[Path], modified: bool | None,
+def _shadowing(modules: list[Path], modified: bool | None,
                jit_cache_skew_ignored: bool) -> Finding | None:
     if not modules or jit_cache_skew_ignored:
         return None
@@ -894,7 +889,7 @@ def _unreadable(exc: _Unreadable, root: Path, fallback: Dsv4Support | None,
         title=f"Cannot read FlashInfer's SM120 sparse-MLA dispatch ({exc.reason})",
         fix=(f"{_reinstall_fix(version)}; or run `dsparkctl doctor --import` to ask the "
              f"installed FlashInfer at runtime"),
-        refs=_refs(tables.PR_ENVELOPE),
+        refs=(tables.PR_ENVELOPE,),
         detail=f"{root / exc.rel}: {exc.reason}; {consequence}",
         data={"file": str(root / exc.rel), "reason": exc.reason},
     )
@@ -905,18 +900,20 @@ def _unreadable(exc: _Unreadable, root: Path, fallback: Dsv4Support | None,
 
 def read_flashinfer(site_packages: Path, *, jit_cache_dir: Path | None = None
                     ) -> FlashInferReading:
-    """Read the FlashInfer installed in ``site_packages`` without importing it."""
+    """Read the FlashInfer installed in ``site_packages`` without importing it.
+
+    ``jit_cache_dir`` defaults to FlashInfer's own choice,
+    ``$FLASHINFER_WORKSPACE_BASE/.cache/flashinfer`` (home when unset).
+    """
     root = Path(site_packages)
     if not root.is_dir():
         raise UsageError(f"site-packages directory {root} does not exist or is not a folder; "
                          f"pass the folder that holds flashinfer/ and its .dist-info")
     dists = _flashinfer_dists(root)
-    py_dists = sorted(dists.get("flashinfer_python", []), key=lambda d: _public(d.version)
-                      or Version("0"))
-    cubin = dists.get("flashinfer_cubin", [])
-    jit_cache = dists.get("flashinfer_jit_cache", [])
-    cubin_version = cubin[0].version if cubin else None
-    jit_cache_version = jit_cache[0].version if jit_cache else None
+    py_dists = sorted(dists.get("flashinfer_python", []),
+                      key=lambda d: _public(d.version) or Version("0"))
+    cubin_version = next((d.version for d in dists.get("flashinfer_cubin", [])), None)
+    jit_cache_version = next((d.version for d in dists.get("flashinfer_jit_cache", [])), None)
     notes: list[str] = []
     version = py_dists[-1].version if py_dists else _runtime_version(root)
     if len(py_dists) > 1:
@@ -926,118 +923,140 @@ def read_flashinfer(site_packages: Path, *, jit_cache_dir: Path | None = None
         return FlashInferReading(None, None, (), {}, cubin_version, jit_cache_version,
                                  notes=tuple(notes))
 
-    findings: list[Finding] = []
-    files: dict[str, str] = {}
-    if py_dists:
-        files["dist_info"] = str(py_dists[-1].path)
-    row = known_release(version) if version else None
-    known = known_support(version) if version else None
-
-    layout: str | None = next((name for name, marker, _ in LAYOUTS
-                               if (root / marker).is_file()), None)
-    static: _Static | None = None
-    support: Dsv4Support | None
-    if layout is None and row is not None and row.layout == "absent":
-        layout = "absent"
-        support = Dsv4Support(version=version, kind="unknown", source="static",
-                              miss_behavior="raise", notes=row.notes)
-        findings.append(Finding(
-            id=ID_NO_SM120, severity=Severity.ERROR,
-            title=f"flashinfer-python {version} has no SM120 sparse-MLA kernels",
-            fix=(f"Upgrade: `pip install flashinfer-python=={known_versions()[-1]}` "
-                 f"(0.6.18 is the first with DSpark's topk 192/256, 0.7.0 the first with "
-                 f"any heads/topk), or `dsparkctl install-kernels`"),
-            refs=_refs(tables.PR_DSV4_192_256, tables.PR_ENVELOPE),
-            detail=f"{root / PY_TABLE} is missing",
-        ))
-    elif layout is None:
-        exc = _Unreadable(PY_TABLE, "none of the known SM120 sparse-MLA layouts is present "
-                                    f"({', '.join(m for _, m, _ in LAYOUTS)})")
-        findings.append(_unreadable(exc, root, known, version))
-        support = known or Dsv4Support(version=version, kind="unknown", source="static")
-    else:
-        reader = next(r for name, _, r in LAYOUTS if name == layout)
-        marker = next(m for name, m, _ in LAYOUTS if name == layout)
-        try:
-            static = reader(root, version)
-        except _Unreadable as exc:
-            findings.append(_unreadable(exc, root, known, version))
-            files[f"unreadable:{exc.rel}"] = str(root / exc.rel)
-        except (RecursionError, MemoryError, ValueError, TypeError, OSError) as exc:
-            # A layout nobody foresaw (deeply nested or odd literals): still a finding.
-            bad = _Unreadable(marker, f"unexpected structure ({type(exc).__name__}: {exc})")
-            findings.append(_unreadable(bad, root, known, version))
-        if static is not None:
-            files.update(static.files)
-            notes.extend(static.notes)
-            for exc in static.problems:
-                findings.append(_unreadable(exc, root, known, version))
-            support = dataclasses.replace(static.support,
-                                          notes=(*static.support.notes, *static.notes))
-        elif known is not None:
-            support = dataclasses.replace(
-                known, notes=(*known.notes, "static reading failed; this is the published "
-                                            "table of the installed version"))
-        else:
-            support = Dsv4Support(version=version, kind="unknown", source="static")
-
-    # Half-patched (<= 0.6.18): the two halves must agree.
-    if static is not None and static.python_pairs is not None and static.cpp_pairs is not None \
-            and static.python_pairs != static.cpp_pairs:
+    files: dict[str, str] = {"dist_info": str(py_dists[-1].path)} if py_dists else {}
+    part = _read_dispatch(root, version)
+    files.update(part.files)
+    notes.extend(part.notes)
+    findings = list(part.findings)
+    static = part.static
+    if static is not None and static.python_pairs is not None \
+            and static.cpp_pairs is not None and static.python_pairs != static.cpp_pairs:
         findings.append(_half_patched(version, static.python_pairs, static.cpp_pairs, files))
-
-    # Modified against the published release.
-    modified: bool | None = None
-    if static is not None and known is not None:
-        halves_differ = (static.python_pairs is not None and static.cpp_pairs is not None
-                         and (static.python_pairs != known.pairs
-                              or static.cpp_pairs != known.pairs))
-        modified = (_support_core(static.support) != _support_core(known)
-                    or halves_differ or (row is not None and row.layout != layout))
-        if modified and not any(f.id == ID_HALF_PATCHED for f in findings):
-            what = _describe_difference(static.support, known)
-            if row is not None and row.layout != layout:
-                what = f"layout {layout!r}, published {row.layout!r}" + (
-                    f"; {what}" if what else "")
-            findings.append(Finding(
-                id=ID_MODIFIED, severity=Severity.INFO,
-                title=f"FlashInfer's SM120 sparse-MLA dispatch differs from the published "
-                      f"flashinfer-python {version}",
-                fix=("Nothing to do if you patched it on purpose (dsparkctl reads what is "
-                     "installed); to go back: " + _reinstall_fix(version)),
-                detail=what or "the tree differs from the published table",
-                data={"layout": layout},
-            ))
-    elif static is not None and version is not None:
+    modified, modified_finding = _compare_with_published(static, part.layout, version)
+    if modified_finding is not None and not any(f.id == ID_HALF_PATCHED for f in findings):
+        findings.append(modified_finding)
+    if static is not None and modified is None and version is not None:
         notes.append(f"no published table for flashinfer-python {version}; "
                      f"dsparkctl knows {', '.join(known_versions())}")
 
+    # What actually gets loaded: version skew, prebuilt modules, the JIT cache.
     findings.extend(_skew_findings(version, dists))
-    jc_ignored = bool(
+    row = known_release(version) if version else None
+    jit_cache_ignored = bool(
         row is not None and row.skew_behavior == "ignore" and jit_cache_version is not None
         and _public(jit_cache_version) != _public(version))
     prebuilt = _prebuilt_modules(root, dists)
-    shadow = _shadowing(version, prebuilt, modified, jc_ignored)
+    shadow = _shadowing(prebuilt, modified, jit_cache_ignored)
     if shadow is not None:
         findings.append(shadow)
-
     cache_root = jit_cache_dir if jit_cache_dir is not None else default_jit_cache_dir()
     cache_version = _runtime_version(root) or version
     cached = _cached_modules(cache_root, cache_version) if cache_version else []
     if cached:
         findings.extend(_stale(cached, _jit_sources(root, files)))
 
+    support = part.support
     if support is not None and notes:
         support = dataclasses.replace(support, notes=tuple(dict.fromkeys(
             (*support.notes, *notes))))
     return FlashInferReading(
         version=version, support=support, findings=tuple(findings), files=files,
-        cubin_version=cubin_version, jit_cache_version=jit_cache_version, layout=layout,
+        cubin_version=cubin_version, jit_cache_version=jit_cache_version, layout=part.layout,
         python_pairs=static.python_pairs if static else None,
         cpp_pairs=static.cpp_pairs if static else None,
         decode_max_tokens=static.decode_max_tokens if static else None,
         modified=modified,
         prebuilt_modules=tuple(str(p) for p in prebuilt),
         jit_cache_modules=tuple(str(p) for p in cached),
-        notes=tuple(notes),
+        notes=tuple(dict.fromkeys(notes)),
+    )
+
+
+@dataclass
+class _DispatchPart:
+    layout: str | None
+    support: Dsv4Support
+    static: _Static | None
+    findings: list[Finding]
+    files: dict[str, str]
+    notes: list[str]
+
+
+def _read_dispatch(root: Path, version: str | None) -> _DispatchPart:
+    """The decode/prefill coverage: the layout's reader, else the published table."""
+    row = known_release(version) if version else None
+    known = known_support(version) if version else None
+    layout = next((name for name, marker, _ in LAYOUTS if (root / marker).is_file()), None)
+    if layout is None and row is not None and row.layout == "absent":
+        support = Dsv4Support(version=version, kind="unknown", source="static",
+                              miss_behavior="raise", notes=row.notes)
+        return _DispatchPart("absent", support, None, [_no_sm120(root, version)], {}, [])
+    if layout is None:
+        exc = _Unreadable(PY_TABLE, "none of the known SM120 sparse-MLA layouts is present "
+                                    f"({', '.join(m for _, m, _ in LAYOUTS)})")
+        return _DispatchPart(None, _fallback(known, version), None,
+                             [_unreadable(exc, root, known, version)], {}, [])
+    reader, marker = next((r, m) for name, m, r in LAYOUTS if name == layout)
+    try:
+        static = reader(root, version)
+    except _Unreadable as exc:
+        return _DispatchPart(layout, _fallback(known, version), None,
+                             [_unreadable(exc, root, known, version)],
+                             {f"unreadable:{exc.rel}": str(root / exc.rel)}, [])
+    except (RecursionError, MemoryError, ValueError, TypeError, OSError) as exc:
+        # A layout nobody foresaw (deeply nested or odd literals): still a finding.
+        bad = _Unreadable(marker, f"unexpected structure ({type(exc).__name__}: {exc})")
+        return _DispatchPart(layout, _fallback(known, version), None,
+                             [_unreadable(bad, root, known, version)], {}, [])
+    support = dataclasses.replace(static.support, notes=(*static.support.notes, *static.notes))
+    findings = [_unreadable(exc, root, known, version) for exc in static.problems]
+    return _DispatchPart(layout, support, static, findings, dict(static.files),
+                         list(static.notes))
+
+
+def _fallback(known: Dsv4Support | None, version: str | None) -> Dsv4Support:
+    if known is not None:
+        return dataclasses.replace(known, notes=(
+            *known.notes, "static reading failed; this is the published table of the "
+                          "installed version"))
+    return Dsv4Support(version=version, kind="unknown", source="static",
+                       notes=("static reading failed and no published table is known",))
+
+
+def _no_sm120(root: Path, version: str | None) -> Finding:
+    return Finding(
+        id=ID_NO_SM120, severity=Severity.ERROR,
+        title=f"flashinfer-python {version} has no SM120 sparse-MLA kernels",
+        fix=(f"Upgrade: `pip install flashinfer-python=={known_versions()[-1]}` (0.6.18 is "
+             f"the first with DSpark's topk 192/256, 0.7.0 the first with any heads/topk), "
+             f"or `dsparkctl install-kernels`"),
+        refs=(tables.PR_DSV4_192_256, tables.PR_ENVELOPE),
+        detail=f"{root / PY_TABLE} is missing",
+    )
+
+
+def _compare_with_published(static: _Static | None, layout: str | None,
+                            version: str | None) -> tuple[bool | None, Finding | None]:
+    """Whether the tree differs from its published release, and the INFO note saying how."""
+    row = known_release(version) if version else None
+    known = known_support(version) if version else None
+    if static is None or known is None or row is None:
+        return None, None
+    halves_differ = (static.python_pairs is not None and static.cpp_pairs is not None
+                     and (static.python_pairs != known.pairs or static.cpp_pairs != known.pairs))
+    modified = (_support_core(static.support) != _support_core(known) or halves_differ
+                or row.layout != layout)
+    if not modified:
+        return False, None
+    what = _describe_difference(static.support, known)
+    if row.layout != layout:
+        what = f"layout {layout!r}, published {row.layout!r}" + (f"; {what}" if what else "")
+    return True, Finding(
+        id=ID_MODIFIED, severity=Severity.INFO,
+        title=(f"FlashInfer's SM120 sparse-MLA dispatch differs from the published "
+               f"flashinfer-python {version}"),
+        fix=("Nothing to do if you patched it on purpose (dsparkctl reads what is installed); "
+             "to go back: " + _reinstall_fix(version)),
+        detail=what or "the tree differs from the published table",
+        data={"layout": layout},
     )

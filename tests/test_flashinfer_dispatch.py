@@ -172,6 +172,7 @@ def test_pair_only_in_python_table_is_half_patched(wheels, tmp_path):
     assert "(64, 192)" in half[0].detail
     assert "flashinfer-python==0.6.15.post1" in half[0].fix
     assert "install-kernels --backend flashinfer" in half[0].fix
+    assert all(ref.startswith("https://github.com/") for ref in half[0].refs)
     assert (64, 192) in (r.python_pairs or set()) and (64, 192) not in (r.cpp_pairs or set())
     # decode really needs both halves
     assert r.support is not None and (64, 192) not in (r.support.pairs or set())
@@ -242,6 +243,7 @@ def test_unreadable_python_table_is_a_finding_with_fallback(wheels, tmp_path, da
     assert len(bad) == 1
     assert str(path) in bad[0].detail and bad[0].data["file"] == str(path)
     assert "published table" in bad[0].detail
+    assert bad[0].refs and all(ref.startswith("https://") for ref in bad[0].refs)
     # falls back to the published table of 0.6.15.post1, and says so
     s = r.support
     assert s is not None and s.source == "known-version" and s.pairs is not None
