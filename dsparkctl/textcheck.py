@@ -419,12 +419,22 @@ def _check_dominant(text: str, lexes: Sequence[Lex], th: Thresholds) -> list[Tex
         # (healthy) use in the window.
         win = words[i:i + w]
         first = next((x for k, x in enumerate(win) if x.text == tok
-                      and sum(y.text == tok for y in win[k:k + 8]) >= 4), win[0])
+                      and _owns_prefixes(win[k:k + 12], tok)), win[0])
         return [_issue(text, lexes, "dominant-token", "degeneration", True, first.start,
                        words[i + w - 1].end,
                        f"{tok!r} is {c} of {w} words here ({len(counts)} distinct)",
                        token=tok, share=round(c / w, 2), distinct=len(counts), window=w)]
     return []
+
+
+def _owns_prefixes(words: Sequence[Lex], tok: str) -> bool:
+    """``tok`` is at least half of every prefix of ``words`` (from two words on)."""
+    hits = 0
+    for n, x in enumerate(words, 1):
+        hits += x.text == tok
+        if n >= 2 and hits * 2 < n:
+            return False
+    return True
 
 
 def _check_ngrams(text: str, lexes: Sequence[Lex], th: Thresholds) -> list[TextIssue]:
@@ -666,12 +676,34 @@ def check_text(text: str, token_ids: Sequence[int] | None = None,
     issues += _check_doubled(text, lexes, th)
     issues += _check_stray(text, lexes, th)
     issues += _check_chars(text, lexes)
+    issues = _snap_to_loop(text, lexes, issues)
     issues.sort(key=lambda t: (t.start, not t.strong, t.kind))
     if token_ids:
         loop = check_token_ids(token_ids, th)
         if loop is not None:
             issues = _attach_token_loop(text, lexes, issues, loop, token_ids)
     return issues
+
+
+def _snap_to_loop(text: str, lexes: Sequence[Lex], issues: list[TextIssue],
+                  slack: int = 40) -> list[TextIssue]:
+    """A window statistic only knows roughly where a loop begins; the exact loop knows.
+
+    When a dominant-token issue starts just before an exact loop of that very
+    token, report the loop's start (the window had swept in a healthy word or two).
+    """
+    loop = next((i for i in issues if i.kind == "repetition-loop"), None)
+    if loop is None:
+        return issues
+    unit_words = {x.text for x in lex(loop.data.get("unit", ""))}
+    out = []
+    for i in issues:
+        if (i.kind == "dominant-token" and i.data.get("token") in unit_words
+                and 0 < loop.start - i.start <= slack):
+            i = replace(i, start=loop.start, word_index=loop.word_index, quote=loop.quote,
+                        before=loop.before)
+        out.append(i)
+    return out
 
 
 def _attach_token_loop(text: str, lexes: Sequence[Lex], issues: list[TextIssue], loop: Loop,

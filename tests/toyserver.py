@@ -95,27 +95,25 @@ def token_id(tok: str) -> int:
 
 
 def generate_tokens(cfg: ToyConfig, prompt: str, n: int) -> list[str]:
-    """The toy answers a needle prompt by quoting the needle first, like a healthy model."""
+    """The toy answers a needle prompt by quoting the needle first, like a healthy model.
+
+    ``cfg.after`` counts every token from the start of the answer.
+    """
     m = _NEEDLE.search(prompt)
     lead = [" The", " combination", " is", " " + m.group(1), "."] if m else []
-    return (lead + _generate_tokens(cfg, prompt, n))[:n]
-
-
-def _generate_tokens(cfg: ToyConfig, prompt: str, n: int) -> list[str]:
+    healthy = (lead + healthy_tokens(prompt, n))[:n]
+    head = healthy[:min(n, cfg.after)]
     if cfg.mode == "degenerate":
-        head = healthy_tokens(prompt, min(n, cfg.after))
         loop = [" the", ","] * ((n - len(head)) // 2 + 1)
         return (head + loop)[:n]
     if cfg.mode == "garbled":
-        head = healthy_tokens(prompt, min(n, cfg.after))
         tail = healthy_tokens(prompt + "#tail", max(0, n - len(head)))
         for k in range(0, len(tail), 40):  # a burst of garbage every 40 tokens
             tail[k:k + len(_GARBAGE)] = list(_GARBAGE)
         return (head + tail)[:n]
     if cfg.mode == "diverge":
-        head = healthy_tokens(prompt, min(n, cfg.after))
         return head + healthy_tokens(prompt + "#other", n - len(head))
-    return healthy_tokens(prompt, n)
+    return healthy
 
 
 @dataclass
