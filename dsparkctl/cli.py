@@ -22,7 +22,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-_COMMAND_MODULES = ("doctor", "report")
+_COMMAND_MODULES = ("doctor", "smoke", "report")
 
 
 def _version(value: bool) -> None:
