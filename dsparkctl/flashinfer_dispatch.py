@@ -366,7 +366,9 @@ def _read_cpp(root: Path, rel: str) -> str:
 
 
 def _function_body(code: str, name: str, rel: str) -> str:
-    m = re.search(rf"\bbool\s+{name}\s*\(", code)
+    # The name first (a literal the regex engine can scan for), then "bool" before it.
+    m = next((c for c in re.finditer(rf"{name}\s*\(", code)
+              if re.search(r"\bbool\s+$", code[max(0, c.start() - 40):c.start()])), None)
     if m is None:
         raise _Unreadable(rel, f"no function {name}")
     open_at = code.find("{", m.end())

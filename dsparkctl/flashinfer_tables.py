@@ -31,6 +31,7 @@ evaluates a plan against them without anything installed.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import Literal
 
@@ -186,6 +187,7 @@ def _parse(version: str) -> Version | None:
         return None
 
 
+@functools.lru_cache(maxsize=64)
 def known_release(version: str) -> KnownRelease | None:
     """The row whose range holds ``version`` (local suffixes such as +cu129 ignored)."""
     v = _parse(version)
