@@ -314,6 +314,7 @@ class Transaction:
         for d in mkdirs:
             with contextlib.suppress(FileExistsError):
                 d.mkdir()
+        freed: set[str] = set()
         for i, step in enumerate(self.steps):
             if step.kind == "put":
                 path = Path(step.path)
@@ -327,10 +328,13 @@ class Transaction:
                     mode = path.stat().st_mode & 0o7777
                 _write_new(Path(step.temp or ""), self._contents[i], mode)
             elif step.kind == "move":
-                if Path(step.dst or "").exists():
-                    raise PatchError(f"cannot move {step.path} aside: {step.dst} already exists")
+                if os.path.lexists(step.dst or "") and step.dst not in freed:
+                    raise PatchError(f"cannot move {step.path} to {step.dst}: it already exists")
                 if not os.path.lexists(step.path):
                     raise PatchError(f"{step.path} disappeared while patching; nothing was written")
+                freed.add(step.path)
+            elif step.kind == "remove":
+                freed.add(step.path)
 
 
 def _run_step(step: Step) -> None:

@@ -25,6 +25,7 @@ update of the same patch, not a patch on top of a patch.
 from __future__ import annotations
 
 import difflib
+import glob
 import json
 import os
 import py_compile
@@ -74,6 +75,7 @@ __all__ = [
     "RevertResult",
     "Target",
     "apply",
+    "apply_patch",
     "find_site_packages",
     "get_spec",
     "installed_version",
@@ -329,13 +331,18 @@ def _generate(spec: PatchSpec, name: str, target: Target, params: Mapping[str, A
     raise PatchError(f"patch {spec.id}: unknown generator {name!r} (dsparkctl bug)")
 
 
-def _set_aside_paths(sa: SetAside, target: Target, version: str) -> list[Path]:
+def _set_aside_patterns(sa: SetAside, target: Target, version: str) -> list[str]:
     root = target.site if sa.root == "site" else target.workspace_base()
+    return [str(root / pattern.format(version=version)) for pattern in sa.patterns]
+
+
+def _matches(patterns: Sequence[str], suffix: str = ".dsparkctl-aside") -> list[Path]:
     out: list[Path] = []
-    for pattern in sa.patterns:
-        for p in sorted(root.glob(pattern.format(version=version))):
-            if not p.name.endswith(sa.suffix) and p not in out:
-                out.append(p)
+    for pattern in patterns:
+        for p in sorted(glob.glob(glob.escape(pattern).replace("[*]", "*"))):
+            path = Path(p)
+            if not path.name.endswith(suffix) and path not in out:
+                out.append(path)
     return out
 
 
@@ -371,7 +378,10 @@ def plan_patch(spec: PatchSpec, target: Target, params: Mapping[str, Any] | None
             f"against {span}: {', '.join(spec.known_versions)}); its files may have changed. "
             f"--force tries anyway (anchors are still checked exactly)")
     if pending_journal(target.state_dir) is not None:
-        notes.append("an interrupted change is pending; it will be rolled back first")
+        # Planning on a half-changed tree would report nonsense (drift, modified files).
+        raise PatchError(f"an interrupted dsparkctl change is pending in {target.state_dir}; "
+                         f"run `dsparkctl patches apply` or `dsparkctl patches revert` (both roll "
+                         f"it back first) and try again")
     state = read_state(target)
     rec = state["patches"].get(spec.id)
     # Re-applying keeps the earlier choices (route mode, manifest, pairs)
@@ -476,29 +486,33 @@ def plan_patch(spec: PatchSpec, target: Target, params: Mapping[str, Any] | None
     sources_change = any(c.action in ("modify", "update") for c in changes
                          if any(c.rel == tf.path for tf in spec.files))
     moves_rec: list[dict[str, Any]] = list(rec.get("set_aside", [])) if rec else []
+    stale: list[str] = list(rec.get("stale_on_revert", [])) if rec else []
     if rec is None and sources_change:
         for sa in spec.set_aside:
-            for p in _set_aside_paths(sa, target, version):
+            patterns = _set_aside_patterns(sa, target, version)
+            if sa.root == "flashinfer-workspace":
+                # Whatever gets built here from the patched sources is stale
+                # once they are restored: revert removes it.
+                stale.extend(patterns)
+            for p in _matches(patterns, sa.suffix):
                 dst = p.with_name(p.name + sa.suffix)
                 if os.path.lexists(dst):
                     raise PatchRefused(f"cannot set {p} aside: {dst} already exists (left by an "
                                        f"earlier tool?); remove one of them; nothing was written")
                 changes.append(FileChange(str(p), p, "set-aside", None, None, dst=dst))
-                moves_rec.append({"path": str(p), "aside": str(dst), "why": sa.why})
+                moves_rec.append({"path": str(p), "aside": str(dst), "root": sa.root,
+                                  "why": sa.why})
     elif rec is not None and sources_change:
-        # Anything rebuilt where a set-aside module was came from the previous
-        # patched sources: stale after this update.
-        for mv in moves_rec:
-            p = Path(mv["path"])
-            if os.path.lexists(p):
-                changes.append(FileChange(str(p), p, "remove", None, None))
+        # Modules built from the previous patched sources are stale after this update.
+        for p in _matches(stale):
+            changes.append(FileChange(str(p), p, "remove", None, None))
 
     record = {
         "id": spec.id, "distribution": spec.distribution, "version": version,
         "params": params, "forced": bool(blockers), "known_version": known,
         "applied_at": (rec or {}).get("applied_at") or _now(),
         "updated_at": _now(), "dsparkctl_version": __version__,
-        "files": files_rec, "set_aside": moves_rec,
+        "files": files_rec, "set_aside": moves_rec, "stale_on_revert": stale,
     }
     return PatchPlan(spec=spec, target=target, version=version, params=params, changes=changes,
                      blockers=blockers, notes=notes, record=record,
@@ -535,6 +549,17 @@ def recover_target(target: Target) -> str | None:
         return None
     with locked(target.state_dir):
         return recover(target.state_dir)
+
+
+def apply_patch(patch_id: str, target: Target, params: Mapping[str, Any] | None = None, *,
+                force: bool = False, dry_run: bool = False,
+                import_check: bool = True) -> ApplyResult:
+    """One call for callers (install-kernels): recover, plan, apply."""
+    recovered = None if dry_run else recover_target(target)
+    plan = plan_patch(get_spec(patch_id), target, params, force=force)
+    result = apply(plan, force=force, dry_run=dry_run, import_check=import_check)
+    result.recovered = result.recovered or recovered
+    return result
 
 
 def apply(plan: PatchPlan, *, force: bool = False, dry_run: bool = False,
@@ -663,8 +688,15 @@ for name, check, path in items:
             files.append(exc.filename)
         r["result"] = "error"
         r["error"] = f"{type(exc).__name__}: {exc}"
-        real = [os.path.realpath(f) for f in files]
-        r["in_patched_file"] = os.path.realpath(path) in real or bool(check)
+        mine = os.path.realpath(path)
+        if check or isinstance(exc, SyntaxError) and files and os.path.realpath(files[-1]) == mine:
+            r["in_patched_file"] = True
+        elif isinstance(exc, ImportError):
+            # A dependency the environment lacks (torch, triton, orjson on a
+            # build host) is not the patch's fault, wherever it is imported.
+            r["in_patched_file"] = exc.name in (name, "_dsparkctl_route")
+        else:
+            r["in_patched_file"] = bool(tb) and os.path.realpath(tb[-1].filename) == mine
     out.append(r)
 print(json.dumps(out))
 """
@@ -674,9 +706,10 @@ def import_check_in(target: Target, imports: Sequence[tuple[str, str | None, str
                     ) -> list[dict[str, Any]]:
     """Import each patched module in the target interpreter.
 
-    A failure that does not involve a patched file (no torch, no triton, no
-    GPU on a build host) only skips the check, with the reason; a failure in a
-    patched file (or in dsparkctl's router) fails the apply.
+    A missing dependency (no torch, no triton on a build host) or an error
+    raised outside the patched file only skips the check, with the reason; a
+    syntax error in, or an exception raised by, the patched file itself (or any
+    failure of dsparkctl's router and its self-check) fails the apply.
     """
     if not imports:
         return []
@@ -742,9 +775,12 @@ class AppliedPatch:
 
     @property
     def intact(self) -> bool:
+        # A JIT cache rebuilt (or wiped) since is expected; a prebuilt module
+        # back in site-packages (flashinfer-jit-cache reinstalled) shadows again.
         return (self.installed_version == self.version
                 and all(f.state == "as-written" for f in self.files)
-                and all(m["state"] == "aside" for m in self.set_aside))
+                and all(m["state"] == "aside" for m in self.set_aside
+                        if m.get("root", "site") == "site"))
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "distribution": self.distribution, "version": self.version,
@@ -874,20 +910,25 @@ def _revert_plan(target: Target, state: dict[str, Any], patch_id: str | None, *,
                     restored.append(fr["path"])
                 elif cur is not None:
                     left.append(f"{fr['path']} (changed since the apply; left as it is)")
+        # Modules built from the patched sources since the apply are stale
+        # once the sources are restored.
+        for p in _matches(rec.get("stale_on_revert", [])):
+            if not dry_run:
+                txn.remove(p)
+            diffs.append(f"# remove (built from the patched sources): {p}\n")
         for mv in rec.get("set_aside", []):
             src, aside = Path(mv["path"]), Path(mv["aside"])
-            if os.path.lexists(aside):
-                if os.path.lexists(src):
-                    # Rebuilt from the patched sources since: stale once they are restored.
-                    if not dry_run:
-                        txn.remove(src)
-                    diffs.append(f"# remove (built from patched sources): {src}\n")
-                if not dry_run:
-                    txn.move(aside, src)
-                diffs.append(f"# restore: {aside} -> {src}\n")
-                restored.append(str(src))
-            else:
+            if not os.path.lexists(aside):
                 left.append(f"{aside} (gone; cannot put {src} back)")
+                continue
+            if os.path.lexists(src) and str(src) not in {str(p) for p in
+                                                         _matches(rec.get("stale_on_revert", []))}:
+                left.append(f"{src} exists again (reinstalled?); {aside} left where it is")
+                continue
+            if not dry_run:
+                txn.move(aside, src)
+            diffs.append(f"# restore: {aside} -> {src}\n")
+            restored.append(str(src))
         results.append(RevertResult(pid, restored, left, dry_run=dry_run, diff="".join(diffs)))
     if not dry_run:
         remaining = {k: v for k, v in state["patches"].items() if k not in ids}
