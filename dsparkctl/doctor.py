@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -221,7 +222,7 @@ def run_doctor(opts: DoctorOptions) -> DoctorReport:
         host=host, gpu_report=gpu_report, target=target, env=env, nvcc=facts.nvcc_version,
         flashinfer_version=fi_version, support=support, flashinfer_files=files,
         sglang_version=sglang_version, sglang_flashinfer_pin=pin, model=model, serving=serving,
-        plan=plan, findings=findings, judged=support is not None,
+        plan=plan, findings=findings, judged=support is not None and support.kind != "unknown",
     )
 
 
@@ -245,5 +246,6 @@ def plan_error_findings(plan: Plan) -> list[Finding]:
 def _import_check(opts: DoctorOptions, target: Any, static: Dsv4Support | None) -> list[Finding]:
     from dsparkctl import flashinfer_runtime
 
-    python = opts.python or target.python
-    return flashinfer_runtime.check_against_static(python, static)
+    python = opts.python or target.python or sys.executable
+    extra = [str(opts.site_packages)] if opts.site_packages else None
+    return flashinfer_runtime.check_against_static(python, static, extra_path=extra)

@@ -44,13 +44,18 @@ class PrefillSupport:
     any_topk_multiple: int | None = None
 
     def serves(self, num_heads: int, topk: int, extra_topk: int, extra_page_size: int = 64) -> bool:
+        heads = self.pad_heads_to.get(num_heads, num_heads)
+        if self.single_heads and heads not in self.single_heads:
+            return False
+        if extra_topk > 0 and self.dual_extra_page_sizes and (
+                extra_page_size not in self.dual_extra_page_sizes):
+            return False
         if self.any_topk_multiple:
             return 1 <= num_heads <= 128 and topk % self.any_topk_multiple == 0
-        heads = self.pad_heads_to.get(num_heads, num_heads)
-        if heads not in self.single_heads:
+        if not self.single_heads:
             return False
         if extra_topk > 0:
-            return topk in self.dual_topks and extra_page_size in self.dual_extra_page_sizes
+            return topk in self.dual_topks
         return topk in self.single_topks
 
 
