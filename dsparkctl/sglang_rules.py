@@ -28,18 +28,18 @@ sglang==X``); file:line references are to those wheels:
   c128 layers pass ``c128_page_indices`` of width ``ceil_align((page_size // 128) *
   max_pages, 64)`` with ``max_pages = ceil(max_seq_len / page_size)``, page
   ``page_size // 128`` (0.5.17 ``deepseek_v4_backend.py:1636-1665, 289-305, 369-375``;
-  ``kernels/ops/attention/dsv4/metadata_kernel.py:139-146``). DSV4 ``page_size`` is 256
+  ``kernels/ops/attention/dsv4/metadata_kernel.py:126-133``). DSV4 ``page_size`` is 256
   on CUDA (``arg_groups/overrides.py:1092``), so c4 extra pages are 64 and c128 are 2.
 - SM120 shim routing: 0.5.20+ sends ``q.shape[0] > 64`` straight to
-  ``_flash_mla_sm120_prefill`` (0.5.23 ``flash_mla_sm120.py:310``); <= 0.5.19 lets
+  ``_flash_mla_sm120_prefill`` (0.5.23 ``flash_mla_sm120.py:317``); <= 0.5.19 lets
   FlashInfer decide. FlashInfer makes the same split, so the path is the same.
 - ``max_running_requests``: the DeepSeek-V4 hook fills 256 when unset
   (0.5.17 ``srt/arg_groups/deepseek_v4_hook.py:141``; 0.5.23 ``:138``) and runs
   before the speculative hook's DSpark default of 48
   (0.5.17 ``server_args.py:3530`` vs ``:3592``; 0.5.23 ``arg_groups/pipeline.py:225`` vs
   ``:304``), so a DeepSeek-V4 DSpark server gets 256, not 48. Other targets get 48.
-- Default ``cuda_graph_max_bs`` by GPU memory and tp (0.5.17 ``server_args.py:4633-4693``;
-  0.5.23 ``arg_groups/memory_hook.py:89-188``): only the 20-35 GiB row changed
+- Default ``cuda_graph_max_bs`` by GPU memory and tp (0.5.17 ``server_args.py:4635-4694``;
+  0.5.23 ``arg_groups/memory_hook.py:90-188``): only the 20-35 GiB row changed
   (24/80 -> 48/160 in 0.5.20), and 0.5.23 clamps a default max_bs to an explicit
   ``--max-running-requests``.
 - Flags: ``--cuda-graph-max-bs`` / ``--cuda-graph-bs`` are deprecated aliases in
