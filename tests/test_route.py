@@ -1,0 +1,267 @@
+"""The router installed into SGLang's environment (patches/sglang-route-sm120/_dsparkctl_route.py).
+
+Its pure parts run here on CPU torch: settings, the route decision per shape,
+and the argument adaptation. The op is a real ``torch.library`` custom op
+registered under ``dsparkctl::sparse_mla_decode`` with a CPU implementation
+that records what it receives; library loading goes through the real manifest
+reading and sha256 check, with ``torch.ops.load_library`` replaced (there is
+no CUDA build of the kernel on this machine).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+ROUTER_SRC = Path(__file__).resolve().parents[1] / "patches/sglang-route-sm120/_dsparkctl_route.py"
+FI_0615_PAIRS = [[h, k] for h in (8, 16, 32, 64, 128) for k in (128, 512, 1024)]
+
+CALLS: list[dict[str, Any]] = []
+
+
+def _register_op() -> None:
+    if hasattr(torch.ops, "dsparkctl") and hasattr(torch.ops.dsparkctl, "sparse_mla_decode"):
+        return
+
+    @torch.library.custom_op("dsparkctl::sparse_mla_decode", mutates_args=())
+    def sparse_mla_decode(q: torch.Tensor, kv_cache: torch.Tensor, indices: torch.Tensor,
+                          topk_length: torch.Tensor | None, attn_sink: torch.Tensor | None,
+                          extra_kv_cache: torch.Tensor | None,
+                          extra_indices: torch.Tensor | None,
+                          extra_topk_length: torch.Tensor | None, sm_scale: float,
+                          flag: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        CALLS.append({
+            "q": (tuple(q.shape), q.data_ptr()),
+            "kv": (tuple(kv_cache.shape), tuple(kv_cache.stride()), kv_cache.data_ptr(),
+                   kv_cache.dtype),
+            "indices": (tuple(indices.shape), indices.data_ptr()),
+            "topk_length": None if topk_length is None else topk_length.data_ptr(),
+            "attn_sink": None if attn_sink is None else attn_sink.data_ptr(),
+            "extra_kv": None if extra_kv_cache is None else (tuple(extra_kv_cache.shape),
+                                                             extra_kv_cache.data_ptr()),
+            "extra_indices": None if extra_indices is None else tuple(extra_indices.shape),
+            "extra_topk_length": None if extra_topk_length is None
+            else extra_topk_length.data_ptr(),
+            "sm_scale": sm_scale, "flag": flag,
+        })
+        t, h, _ = q.shape
+        # A recognisable output: q's first 512 dims * 2, and lse = per-token index.
+        out = (q.float() * 2).to(torch.bfloat16)
+        lse = torch.arange(t * h, dtype=torch.float32).reshape(t, h)
+        return out, lse
+
+
+@pytest.fixture
+def router(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """A fresh copy of the router module reading its settings from ``tmp_path``."""
+    spec = importlib.util.spec_from_file_location(f"_dsparkctl_route_{id(tmp_path)}", ROUTER_SRC)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    monkeypatch.setattr(mod, "CONFIG_PATH", tmp_path / "_dsparkctl_route.json")
+    monkeypatch.delenv("DSPARKCTL_ROUTE", raising=False)
+    _register_op()
+    CALLS.clear()
+    return mod
+
+
+def _config(tmp_path: Path, mode: str = "missing", manifest: Path | None = None,
+            fi: dict[str, Any] | None = None) -> None:
+    (tmp_path / "_dsparkctl_route.json").write_text(json.dumps({
+        "schema": 1, "mode": mode, "manifest": str(manifest) if manifest else None,
+        "max_tokens": 64,
+        "flashinfer": fi if fi is not None else {"version": "0.6.15.post1", "kind": "pairs",
+                                                 "pairs": FI_0615_PAIRS},
+    }))
+
+
+def _kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, router: ModuleType,
+            *, sha: str | None = "auto") -> Path:
+    lib = tmp_path / "prefix" / "libdsparkctl_kernels.so"
+    lib.parent.mkdir()
+    lib.write_bytes(b"\x7fELF not really a kernel")
+    digest = hashlib.sha256(lib.read_bytes()).hexdigest() if sha == "auto" else sha
+    manifest = lib.parent / "manifest.json"
+    entry: dict[str, Any] = {"path": lib.name}
+    if digest:
+        entry["sha256"] = digest
+    manifest.write_text(json.dumps({"files": [{"path": "README"}, entry]}))
+    loaded: list[str] = []
+    monkeypatch.setattr(torch.ops, "load_library", lambda p: loaded.append(p))
+    router._loaded = loaded
+    return manifest
+
+
+def _call(num_tokens: int = 5, heads: int = 64, topk: int = 192, *, extra_topk: int = 512,
+          d_qk: int = 512, bytes_per_token: int = 584, indices_3d: bool = True,
+          softmax_scale: float | None = 0.0625, sink: bool = True) -> dict[str, Any]:
+    """Keyword arguments shaped exactly like deepseek_v4_backend's SM120 call."""
+    pages = 3
+    page_buf = torch.zeros(pages, 256 * bytes_per_token + 64, dtype=torch.uint8)
+    # SGLang's k_cache: a (num_pages, 256, 1, bytes) view of the padded page buffer.
+    k_cache = page_buf.as_strided((pages, 256, 1, bytes_per_token),
+                                  (page_buf.stride(0), bytes_per_token, bytes_per_token, 1))
+    extra_buf = torch.zeros(2, 64 * bytes_per_token, dtype=torch.uint8)
+    extra = extra_buf.view(2, 64, 1, bytes_per_token)
+    idx = torch.randint(-1, pages * 256, (num_tokens, 1, topk) if indices_3d
+                        else (num_tokens, topk), dtype=torch.int32)
+    kw: dict[str, Any] = {
+        "q": torch.randn(num_tokens, 1, heads, d_qk).to(torch.bfloat16),
+        "k_cache": k_cache, "head_dim_v": 512, "softmax_scale": softmax_scale,
+        "indices": idx, "topk_length": torch.full((num_tokens,), 133, dtype=torch.int32),
+        "attn_sink": torch.zeros(heads) if sink else None,
+        "extra_k_cache": extra if extra_topk else None,
+        "extra_indices_in_kvcache": torch.randint(-1, 128, (num_tokens, 1, extra_topk),
+                                                  dtype=torch.int32) if extra_topk else None,
+        "extra_topk_length": torch.full((num_tokens,), extra_topk, dtype=torch.int32)
+        if extra_topk else None,
+    }
+    return kw
+
+
+# --------------------------------------------------------------------------- settings
+
+
+def test_config_parsing_and_errors(router: ModuleType, tmp_path: Path) -> None:
+    _config(tmp_path)
+    cfg = router.load_config(router.CONFIG_PATH)
+    assert cfg.mode == "missing" and cfg.fi_kind == "pairs" and (64, 128) in cfg.fi_pairs
+    (tmp_path / "_dsparkctl_route.json").write_text(json.dumps({"schema": 1, "mode": "sometimes"}))
+    with pytest.raises(router.RouteError, match="mode 'sometimes'"):
+        router.load_config(router.CONFIG_PATH)
+    (tmp_path / "_dsparkctl_route.json").write_text(json.dumps({"schema": 7, "mode": "all"}))
+    with pytest.raises(router.RouteError, match="schema 1"):
+        router.load_config(router.CONFIG_PATH)
+    (tmp_path / "_dsparkctl_route.json").unlink()
+    with pytest.raises(router.RouteError, match="patches apply"):
+        router.load_config(router.CONFIG_PATH)
+
+
+def test_route_decision_per_shape(router: ModuleType, tmp_path: Path) -> None:
+    _config(tmp_path)
+    cfg = router.load_config(router.CONFIG_PATH)
+    assert cfg.routes(64, 192) and cfg.routes(32, 256) and cfg.routes(24, 128)
+    assert not cfg.routes(64, 128) and not cfg.routes(128, 1024)
+    # SGLang's triton/torch backends serve every shape: nothing is missing there.
+    assert not cfg.routes(64, 192, backend="triton")
+    assert cfg.routes(64, 128, mode="all") and cfg.routes(64, 128, backend="torch", mode="all")
+    assert not cfg.routes(64, 192, mode="off")
+    _config(tmp_path, fi={"version": "0.7.2.post1", "kind": "envelope", "max_heads": 128,
+                          "min_topk": 1})
+    env = router.load_config(router.CONFIG_PATH)
+    assert not env.routes(64, 192) and not env.routes(7, 100) and env.routes(256, 192)
+    _config(tmp_path, fi={"kind": "none"})
+    assert router.load_config(router.CONFIG_PATH).routes(64, 128)
+
+
+def test_dsv4_shape_detection(router: ModuleType) -> None:
+    assert router.dsv4_decode_shape(_call()) == (5, 64, 192)
+    assert router.dsv4_decode_shape(_call(indices_3d=False)) == (5, 64, 192)
+    assert router.dsv4_decode_shape(_call(extra_topk=0, topk=128)) == (5, 64, 128)
+    # GLM/DSV3.2 layout (656-byte tokens, d_qk 576) is not ours.
+    assert router.dsv4_decode_shape(_call(d_qk=576, bytes_per_token=656)) is None
+    assert router.dsv4_decode_shape(_call(bytes_per_token=656)) is None
+    kw = _call()
+    kw["q"] = kw["q"].expand(5, 2, 64, 512)
+    assert router.dsv4_decode_shape(kw) is None
+
+
+# --------------------------------------------------------------------------- routing
+
+
+def test_routed_call_passes_exact_arguments(router: ModuleType, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    manifest = _kernel(tmp_path, monkeypatch, router)
+    _config(tmp_path, manifest=manifest)
+    kw = _call(num_tokens=5, heads=64, topk=192, extra_topk=512)
+    res = router.maybe_route(kw, "flashinfer")
+    assert router._loaded == [str(manifest.parent / "libdsparkctl_kernels.so")]
+    [c] = CALLS
+    assert c["q"] == ((5, 64, 512), kw["q"].data_ptr())  # squeezed view, no copy
+    # The page buffer goes as it is: 256-token pages, same storage, same strides.
+    kc = kw["k_cache"]
+    assert c["kv"] == ((3, 256, 1, 584), tuple(kc.stride()), kc.data_ptr(), torch.uint8)
+    assert c["indices"] == ((5, 192), kw["indices"].data_ptr())
+    assert c["topk_length"] == kw["topk_length"].data_ptr()
+    assert c["attn_sink"] == kw["attn_sink"].data_ptr()
+    assert c["extra_kv"] == ((2, 64, 1, 584), kw["extra_k_cache"].data_ptr())
+    assert c["extra_indices"] == (5, 512)
+    assert c["extra_topk_length"] == kw["extra_topk_length"].data_ptr()
+    assert c["sm_scale"] == 0.0625 and c["flag"] is False
+    out, lse = res
+    assert lse is None and out.shape == (5, 1, 64, 512) and out.dtype == torch.bfloat16
+    assert torch.equal(out, (kw["q"].float() * 2).to(torch.bfloat16))
+
+
+def test_default_scale_and_no_sink_no_extra(router: ModuleType, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    _config(tmp_path, mode="all", manifest=_kernel(tmp_path, monkeypatch, router))
+    kw = _call(num_tokens=1, heads=16, topk=128, extra_topk=0, softmax_scale=None, sink=False)
+    out, lse = router.maybe_route(kw, "flashinfer")
+    [c] = CALLS
+    assert c["sm_scale"] == pytest.approx(512 ** -0.5)
+    assert c["attn_sink"] is None and c["extra_kv"] is None and c["extra_indices"] is None
+    assert out.shape == (1, 1, 16, 512) and lse is None
+
+
+def test_declines_what_it_should_not_take(router: ModuleType, tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    _config(tmp_path, manifest=_kernel(tmp_path, monkeypatch, router))
+    assert router.maybe_route(_call(heads=64, topk=128), "flashinfer") is None  # FI serves it
+    assert router.maybe_route(_call(num_tokens=65), "flashinfer") is None  # prefill-sized
+    assert router.maybe_route(_call(d_qk=576, bytes_per_token=656), "flashinfer") is None
+    assert router.maybe_route(_call(), "triton") is None
+    monkeypatch.setenv("DSPARKCTL_ROUTE", "off")
+    assert router.maybe_route(_call(), "flashinfer") is None
+    assert CALLS == []
+    monkeypatch.setenv("DSPARKCTL_ROUTE", "all")
+    assert router.maybe_route(_call(heads=64, topk=128), "flashinfer") is not None
+    assert len(CALLS) == 1
+
+
+def test_missing_kernel_fails_loudly_for_shapes_flashinfer_lacks(router: ModuleType,
+                                                                 tmp_path: Path) -> None:
+    _config(tmp_path, manifest=tmp_path / "nowhere" / "manifest.json")
+    with pytest.raises(router.RouteError, match=r"heads=64, topk=192.*dsparkctl install-kernels"):
+        router.maybe_route(_call(heads=64, topk=192), "flashinfer")
+
+
+def test_missing_kernel_in_all_mode_leaves_servable_shapes_to_sglang(router: ModuleType,
+                                                                     tmp_path: Path) -> None:
+    _config(tmp_path, mode="all", manifest=None)
+    assert router.maybe_route(_call(heads=64, topk=128), "flashinfer") is None
+    assert router.maybe_route(_call(heads=64, topk=192), "triton") is None
+    with pytest.raises(router.RouteError, match="install-kernels"):
+        router.maybe_route(_call(heads=64, topk=192), "flashinfer")
+
+
+def test_kernel_library_hash_mismatch_is_refused(router: ModuleType, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    manifest = _kernel(tmp_path, monkeypatch, router, sha="0" * 64)
+    _config(tmp_path, manifest=manifest)
+    with pytest.raises(router.RouteError, match="manifest says 0000"):
+        router.maybe_route(_call(), "flashinfer")
+    assert router._loaded == []
+
+
+def test_router_imports_without_torch_and_self_checks(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "_dsparkctl_route.py").write_bytes(ROUTER_SRC.read_bytes())
+    _config(site)
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import _dsparkctl_route as r; "
+            "print(r.self_check()['mode'], 'torch' in sys.modules)")
+    res = subprocess.run([sys.executable, "-I", "-c", code, str(site)], capture_output=True,
+                         text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["missing", "False"]
