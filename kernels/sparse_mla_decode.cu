@@ -48,10 +48,13 @@ struct Cfg {
   static constexpr int OFF_Q = 0;
   static constexpr int OFF_KV = OFF_Q + Q_BYTES;
   static constexpr int OFF_P = OFF_KV + KV_BYTES;
-  static constexpr int OFF_RMAX = OFF_P + P_BYTES;
+  static constexpr int OFF_PLO = OFF_P + P_BYTES;
+  static constexpr int OFF_RMAX = OFF_PLO + P_BYTES;
   static constexpr int OFF_RSUM = OFF_RMAX + RED_BYTES;
-  static constexpr int OFF_VALID = OFF_RSUM + RED_BYTES;
-  static constexpr int SMEM = OFF_VALID + BN * 4;
+  static constexpr int OFF_IDX = OFF_RSUM + RED_BYTES;
+  static constexpr int OFF_RAW = OFF_IDX + 2 * BN * 4;          // raw tile bytes [BN][576]
+  static constexpr int OFF_SCALE = OFF_RAW + BN * kRowBytes;    // [2][BN][8] scale slots
+  static constexpr int SMEM = OFF_SCALE + 2 * BN * 8;
   static_assert(S_WARPS <= kWarps, "S phase needs at most 8 warps");
   static_assert(NTW == 1 || NTW % 2 == 0, "n-tiles per warp: 1 or even");
   static_assert(BN % 16 == 0, "BN multiple of 16");
@@ -84,6 +87,22 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], 
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+// Asynchronous global->shared copy of `bytes` (16 or 8); src_size 0 reads nothing and
+// zero-fills, which is how invalid candidates become exact zero rows without a load.
+template <int BYTES>
+__device__ __forceinline__ void cp_async(void* dst, const void* src, bool valid) {
+  const int src_size = valid ? BYTES : 0;
+  if constexpr (BYTES == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dst)), "l"(src), "r"(src_size)
+                 : "memory");
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(smem_u32(dst)), "l"(src), "n"(BYTES),
+                 "r"(src_size)
+                 : "memory");
+  }
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
 __device__ __forceinline__ float fast_exp2(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
@@ -107,9 +126,11 @@ __device__ __forceinline__ float bf16_lo(uint32_t v) { return __uint_as_float(v 
 __device__ __forceinline__ float bf16_hi(uint32_t v) { return __uint_as_float(v & 0xffff0000u); }
 
 // ---------------------------------------------------------------- tile loader
-// A tile = BN consecutive candidate positions of one cache. Thread k-th chunk: candidate
-// k / CPC, bytes [VEC * (k % CPC), +VEC) of its 576 data bytes (consecutive threads read
-// consecutive bytes of a row: coalesced). Invalid candidates are never dereferenced.
+// A tile = BN consecutive candidate positions of one cache. Chunk k of a tile is bytes
+// [VEC * (k % CPC), +VEC) of candidate k / CPC's 576 data bytes; thread tid owns chunks
+// tid + j * 256 both when copying them in (cp.async, coalesced: consecutive threads take
+// consecutive bytes of a row) and when dequantizing them, so the staging buffer needs no
+// barrier between the two. Threads tid < BN copy candidate tid's 8 scale bytes.
 template <int BN, int VEC>
 struct Tile {
   static constexpr int CPC = kRowBytes / VEC;
@@ -117,70 +138,62 @@ struct Tile {
   static constexpr int TOTAL = BN * CPC;
   static constexpr int NPT = (TOTAL + kThreads - 1) / kThreads;
   using Vec = typename std::conditional<VEC == 16, uint4, uint2>::type;
-  Vec raw[NPT];
-  uint32_t scale[(NPT + 3) / 4];  // byte j%4 of word j/4: chunk j's UE8M0 scale byte
-  uint32_t valid;                 // bit j: chunk j's candidate is valid
 
-  __device__ __forceinline__ void prefetch(const SparseMlaCache& c, int t, int pos0, int len,
-                                           int tid) {
-    valid = 0;
-#pragma unroll
-    for (int j = 0; j < (NPT + 3) / 4; ++j) scale[j] = 0;
+  // sIdx: this tile's validated slot ids (-1 = invalid: zero-filled, never read).
+  static __device__ __forceinline__ void prefetch(const SparseMlaCache& c, const int* sIdx, uint8_t* sRaw,
+                                                  uint8_t* sScale, int tid) {
 #pragma unroll
     for (int j = 0; j < NPT; ++j) {
       const int k = tid + j * kThreads;
       if (TOTAL % kThreads != 0 && k >= TOTAL) break;
       const int cand = k / CPC;
       const int ch = k - cand * CPC;
-      const int pos = pos0 + cand;
-      if (pos < len) {
-        const int32_t id = __ldg(c.indices + int64_t(t) * c.indices_stride + pos);
-        if (id >= 0 && int64_t(id) < c.num_slots) {
-          const uint32_t page = uint32_t(id) / uint32_t(c.pbs);
-          const uint32_t row = uint32_t(id) - page * uint32_t(c.pbs);
-          const uint8_t* pb = c.base + int64_t(page) * c.page_stride;
-          raw[j] = __ldg(reinterpret_cast<const Vec*>(pb + int64_t(row) * kRowBytes + ch * VEC));
-          if (ch < NOPE_CH) {
-            const uint32_t b = __ldg(pb + int64_t(c.pbs) * kRowBytes + int64_t(row) * 8 + (ch * VEC) / 64);
-            scale[j / 4] |= b << (8 * (j % 4));
-          }
-          valid |= 1u << j;
-        }
+      const int32_t id = sIdx[cand];
+      const uint8_t* src = c.base;
+      if (id >= 0) {
+        const uint32_t page = uint32_t(id) / uint32_t(c.pbs);
+        const uint32_t row = uint32_t(id) - page * uint32_t(c.pbs);
+        src = c.base + int64_t(page) * c.page_stride + int64_t(row) * kRowBytes + ch * VEC;
       }
+      cp_async<VEC>(sRaw + k * VEC, src, id >= 0);
     }
+    if (tid < BN) {
+      const int32_t id = sIdx[tid];
+      const uint8_t* src = c.base;
+      if (id >= 0) {
+        const uint32_t page = uint32_t(id) / uint32_t(c.pbs);
+        const uint32_t row = uint32_t(id) - page * uint32_t(c.pbs);
+        src = c.base + int64_t(page) * c.page_stride + int64_t(c.pbs) * kRowBytes + int64_t(row) * 8;
+      }
+      cp_async<8>(sScale + tid * 8, src, id >= 0);
+    }
+    cp_async_commit();
   }
 
-  __device__ __forceinline__ void store(__nv_bfloat16* sKV, int* sValid, int tid) const {
+  // Dequantize this thread's chunks: FP8 * 2^(scale-127) -> bf16 (exact), rope copied.
+  static __device__ __forceinline__ void store(const uint8_t* sRaw, const uint8_t* sScale, __nv_bfloat16* sKV,
+                                               int tid) {
 #pragma unroll
     for (int j = 0; j < NPT; ++j) {
       const int k = tid + j * kThreads;
       if (TOTAL % kThreads != 0 && k >= TOTAL) break;
       const int cand = k / CPC;
       const int ch = k - cand * CPC;
-      const bool v = (valid >> j) & 1u;
-      if (ch == 0) sValid[cand] = v ? 1 : 0;
       __nv_bfloat16* row = sKV + cand * kSRow;
-      const uint32_t* w = reinterpret_cast<const uint32_t*>(&raw[j]);
+      const Vec r = *reinterpret_cast<const Vec*>(sRaw + k * VEC);
       if (ch < NOPE_CH) {
-        // VEC fp8 -> VEC bf16 (2*VEC bytes), zeros for an invalid candidate.
+        const uint32_t* w = reinterpret_cast<const uint32_t*>(&r);
+        const float s = ue8m0(sScale[cand * 8 + (ch * VEC) / 64]);
         uint32_t o[VEC / 2];
-        if (v) {
-          const float s = ue8m0((scale[j / 4] >> (8 * (j % 4))) & 0xffu);
 #pragma unroll
-          for (int i = 0; i < VEC / 4; ++i) {
-            o[2 * i] = fp8x2_to_bf16x2(w[i] & 0xffffu, s);
-            o[2 * i + 1] = fp8x2_to_bf16x2(w[i] >> 16, s);
-          }
-        } else {
-#pragma unroll
-          for (int i = 0; i < VEC / 2; ++i) o[i] = 0u;
+        for (int i = 0; i < VEC / 4; ++i) {
+          o[2 * i] = fp8x2_to_bf16x2(w[i] & 0xffffu, s);
+          o[2 * i + 1] = fp8x2_to_bf16x2(w[i] >> 16, s);
         }
         uint4* dst = reinterpret_cast<uint4*>(row + ch * VEC);
 #pragma unroll
         for (int i = 0; i < VEC / 8; ++i) dst[i] = make_uint4(o[4 * i], o[4 * i + 1], o[4 * i + 2], o[4 * i + 3]);
       } else {
-        Vec r = raw[j];
-        if (!v) r = Vec{};
         *reinterpret_cast<Vec*>(row + kDN + (ch - NOPE_CH) * (VEC / 2)) = r;
       }
     }
@@ -191,6 +204,15 @@ __device__ __forceinline__ int clamp_len(const int32_t* lengths, int64_t stride,
   if (lengths == nullptr) return topk;
   const int v = __ldg(lengths + int64_t(t) * stride);  // signed: negative means 0
   return v < 0 ? 0 : (v > topk ? topk : v);
+}
+
+// Raw slot id of candidate `pos` (or -1 past the valid length); validated later, when the
+// loaded value is first needed, so the load's latency hides behind a whole tile of work.
+__device__ __forceinline__ int32_t load_id(const SparseMlaCache& c, int t, int pos, int len) {
+  return pos < len ? __ldg(c.indices + int64_t(t) * c.indices_stride + pos) : -1;
+}
+__device__ __forceinline__ int32_t validate_id(const SparseMlaCache& c, int32_t id) {
+  return (id >= 0 && int64_t(id) < c.num_slots) ? id : -1;
 }
 
 __device__ __forceinline__ float finish_lse(bool empty, float lse_nat, const float* sink, int h,
@@ -222,9 +244,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   __nv_bfloat16* sQ = reinterpret_cast<__nv_bfloat16*>(smem + C::OFF_Q);
   __nv_bfloat16* sKV = reinterpret_cast<__nv_bfloat16*>(smem + C::OFF_KV);
   __nv_bfloat16* sP = reinterpret_cast<__nv_bfloat16*>(smem + C::OFF_P);
+  __nv_bfloat16* sPlo = reinterpret_cast<__nv_bfloat16*>(smem + C::OFF_PLO);
   float* sRmax = reinterpret_cast<float*>(smem + C::OFF_RMAX);
   float* sRsum = reinterpret_cast<float*>(smem + C::OFF_RSUM);
-  int* sValid = reinterpret_cast<int*>(smem + C::OFF_VALID);
+  int* sIdx = reinterpret_cast<int*>(smem + C::OFF_IDX);  // [2][BN] validated ids, by tile parity
+  uint8_t* sRaw = smem + C::OFF_RAW;
+  uint8_t* sScale = smem + C::OFF_SCALE;  // [2][BN * 8], by tile parity
 
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
@@ -241,10 +266,33 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int tile_begin = int((int64_t(nt) * split) / num_splits);
   const int tile_end = int((int64_t(nt) * (split + 1)) / num_splits);
 
-  // Q -> smem (rows past H are zero).
+  // Candidate tile `it` -> (cache, first position, valid length).
+  auto tile_src = [&](int it, const SparseMlaCache*& c, int& pos0, int& len) {
+    if (it < nt_m) {
+      c = &p.main; pos0 = it * BN; len = len_m;
+    } else {
+      c = &p.extra; pos0 = (it - nt_m) * BN; len = len_e;
+    }
+  };
+  // Slot ids of the first two tiles (later tiles' ids are loaded two tiles ahead).
+  if (tid < BN) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int it = tile_begin + r;
+      if (it < tile_end) {
+        const SparseMlaCache* c; int pos0, len;
+        tile_src(it, c, pos0, len);
+        sIdx[(it & 1) * BN + tid] = validate_id(*c, load_id(*c, t, pos0 + tid, len));
+      }
+    }
+  }
+
+  // Q -> smem (rows past H are zero); fully unrolled so all loads are in flight at once.
   {
     const __nv_bfloat16* qt = reinterpret_cast<const __nv_bfloat16*>(p.q) + int64_t(t) * p.q_stride_t;
-    for (int k = tid; k < C::M * (kD / 8); k += kThreads) {
+#pragma unroll
+    for (int i = 0; i < C::M * (kD / 8) / kThreads; ++i) {
+      const int k = tid + i * kThreads;
       const int r = k / (kD / 8);
       const int ch = k - r * (kD / 8);
       uint4 v = make_uint4(0, 0, 0, 0);
@@ -271,28 +319,30 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int nw = warp / MT;  // S phase: n-slice of this warp
   const bool s_active = warp < C::S_WARPS;
 
-  TileT tile;
-  auto tile_src = [&](int it, const SparseMlaCache*& c, int& pos0, int& len) {
-    if (it < nt_m) {
-      c = &p.main; pos0 = it * BN; len = len_m;
-    } else {
-      c = &p.extra; pos0 = (it - nt_m) * BN; len = len_e;
-    }
-  };
+  __syncthreads();  // sIdx of the first tiles is visible
   if (tile_begin < tile_end) {
     const SparseMlaCache* c; int pos0, len;
     tile_src(tile_begin, c, pos0, len);
-    tile.prefetch(*c, t, pos0, len, tid);
+    TileT::prefetch(*c, sIdx + (tile_begin & 1) * BN, sRaw, sScale + (tile_begin & 1) * BN * 8, tid);
   }
 
   for (int it = tile_begin; it < tile_end; ++it) {
-    __syncthreads();  // previous tile's PV is done with sKV / sP (and Q stores are visible)
-    tile.store(sKV, sValid, tid);
+    cp_async_wait_all();
+    __syncthreads();  // tile `it` landed; previous tile's PV is done with sKV / sP
+    TileT::store(sRaw, sScale + (it & 1) * BN * 8, sKV, tid);
     if (it + 1 < tile_end) {
       const SparseMlaCache* c; int pos0, len;
       tile_src(it + 1, c, pos0, len);
-      tile.prefetch(*c, t, pos0, len, tid);
+      TileT::prefetch(*c, sIdx + ((it + 1) & 1) * BN, sRaw, sScale + ((it + 1) & 1) * BN * 8, tid);
     }
+    // ids of tile it+2: loaded now, validated and published after the S phase
+    int32_t next_id = -1;
+    if (tid < BN && it + 2 < tile_end) {
+      const SparseMlaCache* c; int pos0, len;
+      tile_src(it + 2, c, pos0, len);
+      next_id = load_id(*c, t, pos0 + tid, len);
+    }
+    const int* sValidIds = sIdx + (it & 1) * BN;  // this tile's ids (-1 = invalid)
     __syncthreads();
 
     // ---- S = Q K^T for a 16 x (8*NTW) slice
@@ -331,7 +381,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
           const int col = cn + n * 8 + (lane & 3) * 2 + (c & 1);
-          const float s = sValid[col] ? sacc[n][c] * scale_log2 : -INFINITY;
+          const float s = sValidIds[col] >= 0 ? sacc[n][c] * scale_log2 : -INFINITY;
           sacc[n][c] = s;
           rmax[c >> 1] = fmaxf(rmax[c >> 1], s);
         }
@@ -365,11 +415,16 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int col = cn + n * 8 + (lane & 3) * 2;
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
-          const uint32_t pk = pack_bf16(fast_exp2(sacc[n][2 * i] - m_use[i]),
-                                        fast_exp2(sacc[n][2 * i + 1] - m_use[i]));
-          rsum[i] += bf16_lo(pk) + bf16_hi(pk);
+          // P = hi + lo, both bf16: P.V then carries ~16 significant bits instead of 8, so
+          // the only rounding left vs the fp32 reference is the bf16 output itself.
+          const float p0 = fast_exp2(sacc[n][2 * i] - m_use[i]);
+          const float p1 = fast_exp2(sacc[n][2 * i + 1] - m_use[i]);
+          rsum[i] += p0 + p1;
+          const uint32_t hi = pack_bf16(p0, p1);
+          const uint32_t lo = pack_bf16(p0 - bf16_lo(hi), p1 - bf16_hi(hi));
           const int row = rm + (lane >> 2) + 8 * i;
-          *reinterpret_cast<uint32_t*>(sP + row * C::PROW + col) = pk;
+          *reinterpret_cast<uint32_t*>(sP + row * C::PROW + col) = hi;
+          *reinterpret_cast<uint32_t*>(sPlo + row * C::PROW + col) = lo;
         }
       }
 #pragma unroll
@@ -381,6 +436,12 @@ __global__ void __launch_bounds__(kThreads, 1)
         sRsum[nw * C::M + rm + (lane >> 2)] = rsum[0];
         sRsum[nw * C::M + rm + (lane >> 2) + 8] = rsum[1];
       }
+    }
+    // publish tile it+2's ids into the buffer this tile's S phase has finished reading
+    if (tid < BN && it + 2 < tile_end) {
+      const SparseMlaCache* c; int pos0, len;
+      tile_src(it + 2, c, pos0, len);
+      sIdx[(it & 1) * BN + tid] = validate_id(*c, next_id);
     }
     __syncthreads();
 
@@ -409,11 +470,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     const int d0 = warp * 64;
 #pragma unroll
+    for (int pass = 0; pass < 2; ++pass)  // P_hi . V, then P_lo . V
+#pragma unroll
     for (int ks = 0; ks < BN / 16; ++ks) {
+      const __nv_bfloat16* pp = pass == 0 ? sP : sPlo;
       uint32_t pa[MT][4];
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
-        ldsm_x4(pa[mt], sP + (mt * 16 + (lane & 15)) * C::PROW + ks * 16 + (lane >> 4) * 8);
+        ldsm_x4(pa[mt], pp + (mt * 16 + (lane & 15)) * C::PROW + ks * 16 + (lane >> 4) * 8);
 #pragma unroll
       for (int np = 0; np < 4; ++np) {
         uint32_t b[4];

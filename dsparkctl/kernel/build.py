@@ -169,7 +169,7 @@ def build_extension(
         cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++") or "c++"
         incs = [f"-I{p}" for p in (*torch_include, str(home / "include"), str(kernels_dir()))]
         bcmd = [
-            cxx, "-c", str(kernels_dir() / BINDING_SOURCE), "-o", str(bobj), "-std=c++20", "-O2",
+            cxx, "-c", str(kernels_dir() / BINDING_SOURCE), "-o", str(bobj), "-std=c++17", "-O2",
             "-fPIC", f"-D_GLIBCXX_USE_CXX11_ABI={int(bool(cxx11_abi))}", *incs,
         ]  # fmt: skip
         # Compile both objects concurrently: the binding (torch headers) is the slow one.
