@@ -106,7 +106,17 @@ def apply_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print only JSON."),
 ) -> None:
     """Apply patches (verified, atomic, backed up; a second run changes nothing)."""
-    from dsparkctl.patching import PatchError, apply, get_spec, plan_patch, recover_target
+    from dsparkctl.patch_txn import RecoveryConflict
+    from dsparkctl.patching import (
+        NotWritable,
+        PatchError,
+        PatchLocked,
+        PatchRefused,
+        apply,
+        get_spec,
+        plan_patch,
+        recover_target,
+    )
 
     ids = patch or [DEFAULT_PATCH]
     if route is not None and route not in ("missing", "all"):
@@ -135,9 +145,11 @@ def apply_cmd(
             recovered = None if dry_run else recover_target(target)
             plan = plan_patch(spec, target, params, force=force)
             res = apply(plan, force=force, dry_run=dry_run, import_check=not no_import_check)
-        except PatchError as exc:
+        except (PatchRefused, PatchLocked, NotWritable, RecoveryConflict) as exc:
             findings.append(_error_finding(exc, pid))
             continue
+        except PatchError as exc:  # the target is not one this patch is for
+            fail_usage(str(exc))
         if recovered:
             findings.append(Finding(id="patch-recovered", severity=Severity.WARNING,
                                     title=f"{target.site}: {recovered}"))
