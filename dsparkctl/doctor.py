@@ -23,7 +23,12 @@ from dsparkctl.findings import Finding, Severity, envelope, verdict_of
 from dsparkctl.flashinfer_support import Dsv4Support
 from dsparkctl.model_config import ModelConfig, load_model_config
 from dsparkctl.plan import Plan, ServingConfig, make_plan
-from dsparkctl.plan_findings import first_covering_version, missing_kernel_findings
+from dsparkctl.plan_findings import (
+    compat_by_release,
+    first_covering_version,
+    missing_kernel_findings,
+    prefill_error_findings,
+)
 
 
 @dataclass
@@ -66,6 +71,7 @@ class DoctorReport:
     plan: Plan
     findings: list[Finding]
     judged: bool
+    compat: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def verdict(self) -> str:
@@ -91,10 +97,12 @@ class DoctorReport:
             sglang={"version": self.sglang_version, "flashinfer_pin": self.sglang_flashinfer_pin},
             model=self.model.to_json(),
             plan=self.plan.to_json(),
+            flashinfer_compat=self.compat,
         )
 
 
-_PIN_RE = re.compile(r"^Requires-Dist:\s*flashinfer[-_]python(?:\[[^\]]*\])?\s*([^;\s][^;]*)?", re.I | re.M)
+_PIN_RE = re.compile(
+    r"^Requires-Dist:[ \t]*flashinfer[-_]python(?:\[[^\]\n]*\])?[ \t]*([^;\s][^;\n]*)?$", re.I | re.M)
 
 
 def sglang_flashinfer_pin(site_dirs: list[str], sglang_version: str | None) -> str | None:
@@ -134,11 +142,22 @@ def _target(opts: DoctorOptions) -> Any:
 
 def run_doctor(opts: DoctorOptions) -> DoctorReport:
     serving, cmd_model = _serving_config(opts)
+    findings: list[Finding] = []
+    if opts.model is None and cmd_model and not Path(cmd_model).exists():
+        findings.append(Finding(
+            "model-path-not-here", Severity.INFO,
+            f"The launch line's --model-path {cmd_model} is not on this machine; planned with "
+            "the built-in deepseek-v4-flash preset",
+            "Pass --model PATH to a copy of the checkpoint's config.json to plan with its values."))
+        cmd_model = None
     model = load_model_config(opts.model or cmd_model)
     target = _target(opts)
     host = probe.probe_host()
     gpu_report = gpus.probe_gpus() if opts.probe_gpus else gpus.GpuReport.empty("GPU probe skipped")
-    findings: list[Finding] = []
+    if gpu_report.gpus and serving.gpu_memory_mib is None:
+        mem = min(g.memory_total_bytes or 0 for g in gpu_report.gpus)
+        if mem:
+            serving = dataclasses.replace(serving, gpu_memory_mib=mem // 2**20)
 
     # FlashInfer: what-if table, else the installed tree read statically.
     installed_fi = target.packages.get("flashinfer-python")
@@ -183,7 +202,7 @@ def run_doctor(opts: DoctorOptions) -> DoctorReport:
         )
     findings.extend(missing_kernel_findings(plan.calls, flashinfer_version=fi_version,
                                             upgrade_to=upgrade_to))
-    findings.extend(plan_error_findings(plan))
+    findings.extend(prefill_error_findings(plan.calls, upgrade_to=upgrade_to))
 
     env = envvars.collect(opts.environ)
     pin = sglang_flashinfer_pin(list(target.site_packages), target.packages.get("sglang"))
@@ -218,29 +237,16 @@ def run_doctor(opts: DoctorOptions) -> DoctorReport:
         findings.append(Finding("gpu-probe", Severity.INFO, gpu_report.note,
                                 "Doctor still judges the plan; GPU-dependent pitfalls were not checked."))
 
+    compat = compat_by_release(
+        flashinfer_dispatch.known_versions(), lambda s: make_plan(model, serving, s),
+        flashinfer_dispatch.known_support)
     return DoctorReport(
         host=host, gpu_report=gpu_report, target=target, env=env, nvcc=facts.nvcc_version,
         flashinfer_version=fi_version, support=support, flashinfer_files=files,
         sglang_version=sglang_version, sglang_flashinfer_pin=pin, model=model, serving=serving,
         plan=plan, findings=findings, judged=support is not None and support.kind != "unknown",
+        compat=compat,
     )
-
-
-def plan_error_findings(plan: Plan) -> list[Finding]:
-    """Prefill-sized calls the prefill dispatcher rejects (not covered by the decode finding)."""
-    bad = [(c, sorted(n for n, p in c.paths.items() if p == "error" and n > 64)) for c in plan.calls]
-    bad = [(c, ns) for c, ns in bad if ns]
-    if not bad:
-        return []
-    return [Finding(
-        "plan-prefill-unsupported", Severity.ERROR,
-        "FlashInfer's SM120 prefill dispatcher rejects calls this configuration submits "
-        "('Unsupported sparse-MLA prefill configuration')",
-        "Upgrade flashinfer-python to 0.7.0 or newer (prefill serves any T with topk % 64 == 0).",
-        ("https://github.com/sgl-project/sglang/pull/34717",),
-        "\n".join(f"{c.phase}: heads={c.num_heads} topk={c.topk} extra_topk={c.extra_topk} "
-                  f"num_tokens={ns}" for c, ns in bad),
-    )]
 
 
 def _import_check(opts: DoctorOptions, target: Any, static: Dsv4Support | None) -> list[Finding]:

@@ -39,7 +39,8 @@ class PlanLike(Protocol):
 
 
 def _failing(call: CallLike) -> dict[int, str]:
-    return {n: p for n, p in call.paths.items() if p in ("assert", "error")}
+    """Decode-sized calls with no decode kernel (prefill-sized ones are reported apart)."""
+    return {n: p for n, p in call.paths.items() if p in ("assert", "error") and n <= 64}
 
 
 def first_covering_version(
@@ -111,3 +112,50 @@ def missing_kernel_findings(
             (), "", {"shapes": [list(s) for s in shapes]},
         ))
     return out
+
+
+def prefill_error_findings(calls: Iterable[CallLike], *, upgrade_to: str | None) -> list[Finding]:
+    """Prefill-sized calls (> 64 tokens) that FlashInfer's prefill dispatcher rejects."""
+    bad = [(c, sorted(n for n, p in c.paths.items() if p == "error" and n > 64)) for c in calls]
+    bad = [(c, ns) for c, ns in bad if ns]
+    if not bad:
+        return []
+    fix = (f"pip install 'flashinfer-python=={upgrade_to}' (oldest release that serves every "
+           "planned call)" if upgrade_to else
+           "Upgrade flashinfer-python (0.6.18 adds topk 192/256 prefill; 0.7.0+ serves topk % 64 == 0)")
+    fix += ", or keep CUDA-graph batches at num_tokens <= 64 (--cuda-graph-max-bs) and route " \
+           "decode to the bundled kernel with `dsparkctl install-kernels`"
+    return [Finding(
+        "plan-prefill-unsupported", Severity.ERROR,
+        "FlashInfer's SM120 prefill dispatcher rejects calls this configuration submits "
+        "('Unsupported sparse-MLA prefill configuration')",
+        fix, ("https://github.com/sgl-project/sglang/pull/34717",),
+        "\n".join(f"{c.phase}: heads={c.num_heads} topk={c.topk} extra_topk={c.extra_topk} "
+                  f"num_tokens={compact(ns)}" for c, ns in bad),
+        {"shapes": sorted({(c.num_heads, c.topk) for c, _ in bad})},
+    )]
+
+
+def compact(ns: Sequence[int]) -> str:
+    return f"{ns[0]}..{ns[-1]} ({len(ns)} sizes)" if len(ns) > 6 else str(list(ns))
+
+
+def compat_by_release(
+    versions: Sequence[str],
+    replan: Callable[[Dsv4Support], PlanLike],
+    known: Callable[[str], Dsv4Support | None],
+) -> list[dict[str, object]]:
+    """Would each known FlashInfer release serve this plan? ("what if I upgrade?" at a glance)."""
+    rows: list[dict[str, object]] = []
+    for v in versions:
+        support = known(v)
+        if support is None:
+            continue
+        plan = replan(support)
+        decode_miss = sorted({(c.num_heads, c.topk) for c in plan.calls if _failing(c)})
+        prefill_miss = sorted({(c.num_heads, c.topk) for c in plan.calls
+                               if any(p == "error" and n > 64 for n, p in c.paths.items())})
+        rows.append({"version": v, "served": not decode_miss and not prefill_miss,
+                     "decode_missing": [list(x) for x in decode_miss],
+                     "prefill_missing": [list(x) for x in prefill_miss]})
+    return rows

@@ -154,6 +154,18 @@ def render_doctor(doc: dict[str, Any], console: Console) -> None:
     console.print(pt)
     for note in plan.get("notes", []):
         console.print(f"[dim]note: {note}[/dim]")
+    compat = doc.get("flashinfer_compat") or []
+    if compat:
+        ct = Table(title="This plan against each published FlashInfer (what if?)")
+        for col in ("flashinfer-python", "serves the plan", "decode kernels missing",
+                    "prefill rejected"):
+            ct.add_column(col)
+        for row in compat:
+            ok = row["served"]
+            ct.add_row(row["version"], Text("yes", style="green") if ok else Text("no", style="red"),
+                       ", ".join(f"({h},{k})" for h, k in row["decode_missing"]) or "-",
+                       ", ".join(f"({h},{k})" for h, k in row["prefill_missing"]) or "-")
+        console.print(ct)
 
     render_findings(doc, console)
 

@@ -33,6 +33,10 @@ def site(tmp_path_factory: pytest.TempPathFactory, wheels: object):
     return make
 
 
+def decode_sized(calls: list[dict]) -> list[dict]:
+    return [c for c in calls if c["regime"] == "decode-sized"]
+
+
 def draft_calls(doc: dict) -> list[dict]:
     return [c for c in doc["plan"]["calls"] if c["phase"] == "draft"]
 
@@ -50,7 +54,7 @@ def test_json_contract_and_missing_shape(site) -> None:
     assert [64, 192] not in fi["dsv4_decode"]["pairs"] and [64, 128] in fi["dsv4_decode"]["pairs"]
     plan = doc["plan"]
     assert plan["sglang_version"] == "0.5.17" and plan["tp"] == 2 and plan["gamma"] == 5
-    (draft,) = [c for c in draft_calls(doc) if c["topk"] == 192 and max(c["num_tokens"]) <= 64]
+    (draft,) = [c for c in draft_calls(doc) if c["topk"] == 192 and c["regime"] == "decode-sized"]
     assert draft["num_heads"] == 64 and draft["path"] == "assert" and draft["supported"] is False
     assert all(n % 5 == 0 for n in draft["num_tokens"])
     errs = [f for f in doc["findings"] if f["severity"] == "error"]
@@ -59,12 +63,15 @@ def test_json_contract_and_missing_shape(site) -> None:
     assert "install-kernels" in missing[0]["fix"] and "0.6.18" in missing[0]["fix"]
     for f in doc["findings"]:
         assert set(f) >= {"id", "severity", "title", "fix", "refs"}
+    compat = {row["version"]: row for row in doc["flashinfer_compat"]}
+    assert compat[FI_OLD]["served"] is False and [64, 192] in compat[FI_OLD]["decode_missing"]
+    assert compat["0.6.18"]["served"] is True
 
 
 def test_0618_serves_draft_with_decode(site) -> None:
     code, doc, out = doctor("--site-packages", str(site(FI_0618, "0.5.19")), "--tp", "2",
                             "--gamma", "5", "--json")
-    assert all(c["path"] == "decode" for c in draft_calls(doc)), out
+    assert all(c["path"] == "decode" for c in decode_sized(draft_calls(doc))), out
     assert not [f for f in doc["findings"] if f["id"] == "plan-missing-kernel"]
     assert code == 0 and doc["verdict"] == "healthy", doc["findings"]
 
@@ -86,7 +93,7 @@ def test_what_if_upgrade(site) -> None:
     code, doc, out = doctor("--site-packages", str(site(FI_OLD, "0.5.17")), "--tp", "2",
                             "--flashinfer-version", FI_0618, "--json")
     assert doc["flashinfer"]["dsv4_decode"]["source"] == "known-version", out
-    assert all(c["path"] == "decode" for c in draft_calls(doc))
+    assert all(c["path"] == "decode" for c in decode_sized(draft_calls(doc)))
     assert code == 0
     assert "flashinfer-off-sglang-pin" in {f["id"] for f in doc["findings"]}
 
@@ -104,7 +111,7 @@ def test_from_cmdline_seed_000(site) -> None:
     code, doc, out = doctor("--site-packages", str(site(FI_OLD, "0.5.17")), "--from-cmdline",
                             line, "--json")
     assert code == 1, out
-    (draft,) = [c for c in draft_calls(doc) if c["topk"] == 192 and max(c["num_tokens"]) <= 64]
+    (draft,) = [c for c in draft_calls(doc) if c["topk"] == 192 and c["regime"] == "decode-sized"]
     assert 50 in draft["num_tokens"] and draft["path"] == "assert"
 
 
