@@ -321,7 +321,7 @@ def _phase_rows(phase: str, gamma: int) -> int | None:
 
 
 def _request_layout(
-    phase: str, num_tokens: int, gamma: int
+    phase: str, num_tokens: int, gamma: int, padding: bool = True
 ) -> tuple[list[int], int]:
     """(rows per real request, padding rows) for a call of ``num_tokens`` rows.
 
@@ -335,7 +335,7 @@ def _request_layout(
         sizes[-1] += num_tokens - sum(sizes)
         return sizes, 0
     slots = num_tokens // rpr
-    real = slots - slots // 4 if slots >= 4 else slots
+    real = slots - slots // 4 if slots >= 4 and padding else slots
     return [rpr] * real, num_tokens - real * rpr
 
 
@@ -349,13 +349,13 @@ def _prefix_for(r: int, seed: int, gen: torch.Generator, max_prefix: int) -> int
     return min(p, max_prefix)
 
 
-def _random_kv(n: int, gen: torch.Generator) -> torch.Tensor:
+def _random_kv(n: int, gen: torch.Generator, device: Any = None) -> torch.Tensor:
     """KV rows with a spread of magnitudes per 64-value group, so FP8 scales vary."""
     import torch
 
-    kv = torch.randn((n, layout.HEAD_DIM), generator=gen)
+    kv = torch.randn((n, layout.HEAD_DIM), generator=gen, device=device)
     groups = layout.HEAD_DIM // layout.QUANT_GROUP
-    exps = torch.randint(-2, 3, (n, groups), generator=gen).to(torch.float32)
+    exps = torch.randint(-2, 3, (n, groups), generator=gen, device=device).to(torch.float32)
     return kv * torch.exp2(exps).repeat_interleave(layout.QUANT_GROUP, dim=1)
 
 
@@ -405,32 +405,40 @@ def poison_slots(cache: torch.Tensor, slots: torch.Tensor, byte: int = 0xFF) -> 
     ] = byte
 
 
-class _PagedSlots:
+class _PageTable:
     """Per-request position -> slot maps over shuffled pages (SGLang allocates SWA pages per
-    request from a shared pool, so a request's window crosses unrelated pages)."""
+    request from a shared pool, so a request's window crosses unrelated pages). Vectorized:
+    ``slots(req, pos)`` takes tensors."""
 
-    def __init__(self, pages_per_request: Sequence[int], page_size: int, gen: torch.Generator,
+    def __init__(self, pages_per_request: int, requests: int, page_size: int,
+                 gen: torch.Generator, first_pos: torch.Tensor | None = None,
                  reserve_first_page: bool = True) -> None:
         import torch
 
         self.page_size = page_size
         first = 1 if reserve_first_page else 0
-        total = first + sum(pages_per_request)
-        perm = (torch.randperm(total - first, generator=gen) + first).tolist()
-        self.num_pages = max(1, total)
-        self.pages: list[list[int]] = []
-        k = 0
-        for n in pages_per_request:
-            self.pages.append(perm[k : k + n])
-            k += n
-        self.base: list[int] = [0] * len(pages_per_request)
+        n = pages_per_request * requests
+        self.num_pages = max(1, first + n)
+        perm = torch.randperm(n, generator=gen) + first
+        self.pages = perm.view(requests, pages_per_request)
+        self.base = (first_pos // page_size if first_pos is not None
+                     else torch.zeros(requests, dtype=torch.long))
 
-    def set_base(self, r: int, first_position: int) -> None:
-        self.base[r] = first_position // self.page_size
+    @property
+    def num_slots(self) -> int:
+        return self.num_pages * self.page_size
 
-    def slot(self, r: int, pos: int) -> int:
-        rel = pos // self.page_size - self.base[r]
-        return self.pages[r][rel] * self.page_size + pos % self.page_size
+    def slots(self, req: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        rel = pos // self.page_size - self.base[req]
+        return self.pages[req, rel] * self.page_size + pos % self.page_size
+
+
+def _compress_ratio(call: object) -> int:
+    ratio = getattr(call, "compress_ratio", None)
+    if ratio:
+        return int(ratio)
+    kind = str(getattr(call, "layer_kind", "") or "")
+    return 128 if kind == "c128" else DEFAULT_COMPRESS_RATIO
 
 
 def make_call_case(
@@ -445,6 +453,7 @@ def make_call_case(
     stale_lanes: bool = False,
     max_prefix: int = DEFAULT_MAX_PREFIX,
     window: int = SWA_WINDOW,
+    padding: bool = True,
 ) -> CallCase:
     """Inputs for one call of ``num_tokens`` rows, laid out as SGLang 0.5.23 builds them.
 
@@ -461,16 +470,19 @@ def make_call_case(
     * prefill: causal rows like verify, a few requests sharing the call.
 
     Extra (compressed) cache when the call has one: a row that sees ``s`` tokens has
-    ``s // ratio`` entries; SGLang passes ``extra_topk_length = min(max(s // ratio, 1), width)``
-    and the indexer's picks (here a random subset, random order), ``-1`` beyond.
+    ``s // ratio`` entries (ratio 4 for c4 layers, 128 for c128); SGLang passes
+    ``extra_topk_length = min(max(s // ratio, 1), width)`` and for c4 the indexer's picks (here
+    a random subset in random order), for c128 every entry in order; ``-1`` beyond.
     CUDA-graph padding rows (``pad_style``): ``"empty"`` = length 0, all ``-1``; ``"sglang"`` =
     what the decode graph runner's ``seq_len_fill_value = 1`` produces: length 1 pointing at the
     reserved slot 0, extra ``-1`` with length 1; ``"mixed"`` alternates. ``stale_lanes`` fills
     lanes past the valid length with real slot ids (the withdrawn pad-to-width workaround of
-    seed 000): a kernel that honours ``topk_length`` must not care.
+    seed 000): a kernel that honours ``topk_length`` must not care. ``padding=False`` gives
+    every row to a request (only a remainder that fills no request is padding).
 
     Unreferenced slots hold 0xFF bytes (FP8 NaN), so a kernel that reads outside the valid
-    candidates produces NaN.
+    candidates produces NaN. Structure (prefixes, pages, picks) comes from a CPU generator and
+    is identical on every device; bulk values (KV, q) are drawn on ``device``.
     """
     import torch
 
@@ -482,15 +494,18 @@ def make_call_case(
     heads = int(call.num_heads)
     width = int(call.topk)
     ew = int(_attr(call, "extra_topk", 0))
-    epbs = int(_attr(call, "extra_page_size", 64))
-    ratio = int(_attr(call, "compress_ratio", DEFAULT_COMPRESS_RATIO))
+    epbs = int(_attr(call, "extra_page_size", 64)) or 64
+    ratio = _compress_ratio(call)
     g = int(gamma if gamma is not None else _attr(call, "gamma", DEFAULT_GAMMA))
     if phase in ("verify", "draft") and g < 1:
         raise ValueError(f"{phase} calls need gamma >= 1, got {g}")
     win = min(window, width)
-    gen = torch.Generator().manual_seed(int(seed) * 1000003 + num_tokens * 7919 + heads)
+    dev = torch.device(device) if device is not None else torch.device("cpu")
+    seed_val = int(seed) * 1000003 + num_tokens * 7919 + heads
+    gen = torch.Generator().manual_seed(seed_val)
+    dgen = torch.Generator(device=dev).manual_seed(seed_val + 1)
 
-    sizes, pad_rows = _request_layout(phase, num_tokens, g)
+    sizes, pad_rows = _request_layout(phase, num_tokens, g, padding)
     nreq = len(sizes)
     if prefix_lens is not None and len(prefix_lens) == 0:
         raise ValueError("prefix_lens must not be empty")
@@ -503,134 +518,118 @@ def make_call_case(
         else:
             p = _prefix_for(r, seed, gen, max_prefix)
         prefixes.append(p)
+    win_d = min(window, width - g)
+    if phase == "draft" and win_d < 0:
+        raise ValueError(f"draft width {width} cannot hold gamma={g} block tokens")
+
+    P = torch.tensor(prefixes, dtype=torch.long)
+    n_r = torch.tensor(sizes, dtype=torch.long)
+    lo = torch.clamp(P - win - 1, min=0)  # first position any row of the request can see
+    ppr = -(-(win + 2 + max(sizes)) // SGLANG_PAGE_SIZE) + 1
+    table = _PageTable(ppr, nreq, SGLANG_PAGE_SIZE, gen, lo)
+
+    # Rows of real requests.
+    row_req = torch.repeat_interleave(torch.arange(nreq), n_r)
+    starts = torch.cumsum(n_r, 0) - n_r
+    j = torch.arange(int(n_r.sum())) - starts[row_req]
+    pr = P[row_req]
+    k = torch.arange(width).view(1, -1)
     if phase == "draft":
-        win_d = min(window, width - g)
-        if win_d < 0:
-            raise ValueError(f"draft width {width} cannot hold gamma={g} block tokens")
-
-    # Main-cache slots: each request owns enough pages for its window + its new rows.
-    span = [win + 2 + n for n in sizes]
-    ppr = [-(-s // SGLANG_PAGE_SIZE) + 1 for s in span]
-    main_slots = _PagedSlots(ppr, SGLANG_PAGE_SIZE, gen)
-    first_pos = []
-    for r, (p, _n) in enumerate(zip(prefixes, sizes, strict=True)):
-        lo = max(0, p - win - 1)
-        first_pos.append(lo)
-        main_slots.set_base(r, lo)
-
-    row_req: list[int] = []
-    row_pos: list[int] = []
-    idx_rows: list[list[int]] = []
-    lens: list[int] = []
-    seen: list[int] = []  # tokens each row sees (for the extra cache)
-    for r, (p, n) in enumerate(zip(prefixes, sizes, strict=True)):
-        if phase == "draft":
-            ctx = min(p, win_d)
-            row = [main_slots.slot(r, p - ctx + k) for k in range(ctx)]
-            row += [main_slots.slot(r, p + j) for j in range(g)]
-            ln = ctx + g
-            for j in range(n):
-                row_req.append(r)
-                row_pos.append(p + j)
-                idx_rows.append(row + [-1] * (width - ln))
-                lens.append(ln)
-                seen.append(p + 1)
-        else:
-            for j in range(n):
-                pos = p + j
-                ln = min(pos + 1, win)
-                row = [main_slots.slot(r, pos - k) for k in range(ln)]
-                row_req.append(r)
-                row_pos.append(pos)
-                idx_rows.append(row + [-1] * (width - ln))
-                lens.append(ln)
-                seen.append(pos + 1)
-    pad_kind = []
-    for i in range(pad_rows):
-        kind = pad_style if pad_style != "mixed" else ("empty" if i % 2 == 0 else "sglang")
-        pad_kind.append(kind)
-        row_req.append(-1)
-        row_pos.append(-1)
-        if kind == "empty":
-            idx_rows.append([-1] * width)
-            lens.append(0)
-        else:
-            idx_rows.append([0] + [-1] * (width - 1))
-            lens.append(1)
-        seen.append(0)
-
+        pos = pr + j
+        ctx = torch.clamp(pr, max=win_d)
+        ln = ctx + g
+        lane_pos = torch.where(k < ctx.view(-1, 1), (pr - ctx).view(-1, 1) + k,
+                               pr.view(-1, 1) + (k - ctx.view(-1, 1)))
+        seen = pr + 1
+    else:
+        pos = pr + j
+        ln = torch.clamp(pos + 1, max=win)
+        lane_pos = pos.view(-1, 1) - k
+        seen = pos + 1
+    valid = k < ln.view(-1, 1)
+    lane_pos = torch.where(valid, lane_pos, pos.view(-1, 1))
+    idx = torch.where(valid, table.slots(row_req.view(-1, 1).expand_as(lane_pos), lane_pos), -1)
     if stale_lanes:
-        for i, (row, ln) in enumerate(zip(idx_rows, lens, strict=True)):
-            r = row_req[i]
-            if r < 0:
-                continue
-            pool = row[:ln] if ln > 0 else [main_slots.slot(r, first_pos[r])]
-            for k in range(ln, width):
-                row[k] = pool[(k - ln) % len(pool)]
+        src = torch.where(valid, k, (k - ln.view(-1, 1)) % ln.view(-1, 1))
+        idx = idx.gather(1, src)
 
-    # Main cache content: finite KV where referenced (and the reserved slot 0), NaN elsewhere.
-    n_slots = main_slots.num_pages * SGLANG_PAGE_SIZE
-    kv = _random_kv(n_slots, gen)
-    cache = layout.quantize_kv(kv, SGLANG_PAGE_SIZE, layout.sglang_page_bytes(SGLANG_PAGE_SIZE)
-                               - layout.logical_page_bytes(SGLANG_PAGE_SIZE))
-    used = {0}
-    for r, (p, n) in enumerate(zip(prefixes, sizes, strict=True)):
-        hi = p + n
-        used.update(main_slots.slot(r, q) for q in range(first_pos[r], hi))
-    unused = torch.tensor(sorted(set(range(n_slots)) - used), dtype=torch.long)
-    poison_slots(cache, unused)
+    # CUDA-graph padding rows.
+    kinds = [pad_style if pad_style != "mixed" else ("empty" if i % 2 == 0 else "sglang")
+             for i in range(pad_rows)]
+    pad_len = torch.tensor([0 if kd == "empty" else 1 for kd in kinds], dtype=torch.long)
+    pad_idx = torch.full((pad_rows, width), -1, dtype=torch.long)
+    if pad_rows:
+        pad_idx[:, 0] = torch.where(pad_len > 0, 0, -1)
+    all_idx = torch.cat([idx, pad_idx]).to(torch.int32)
+    all_len = torch.cat([ln, pad_len]).to(torch.int32)
+    row_req_all = torch.cat([row_req, torch.full((pad_rows,), -1, dtype=torch.long)])
+    pos_all = torch.cat([pos, torch.full((pad_rows,), -1, dtype=torch.long)])
 
-    kwargs: dict[str, Any] = {}
-    q = torch.randn((num_tokens, heads, layout.HEAD_DIM), generator=gen)
-    kwargs["q"] = q.to(torch.bfloat16)
-    kwargs["kv_cache"] = cache
-    kwargs["indices"] = torch.tensor(idx_rows, dtype=torch.int32).reshape(num_tokens, width)
-    kwargs["topk_length"] = torch.tensor(lens, dtype=torch.int32)
-    kwargs["attn_sink"] = (torch.rand((heads,), generator=gen) * 6.0 + 2.0).to(torch.float32)
+    # Main cache: finite KV where a request can look (and the reserved slot 0), NaN elsewhere.
+    used = torch.zeros(table.num_slots, dtype=torch.bool)
+    used[0] = True
+    for r in range(nreq):
+        ps = torch.arange(int(lo[r]), prefixes[r] + sizes[r])
+        used[table.slots(torch.full_like(ps, r), ps)] = True
+    pad_bytes = layout.sglang_page_bytes(SGLANG_PAGE_SIZE) - layout.logical_page_bytes(
+        SGLANG_PAGE_SIZE)
+    cache = layout.quantize_kv(_random_kv(table.num_slots, dgen, dev), SGLANG_PAGE_SIZE, pad_bytes)
+    poison_slots(cache, (~used).nonzero().flatten())
 
-    extra_lens: list[int] | None = None
+    kwargs: dict[str, Any] = {
+        "q": torch.randn((num_tokens, heads, layout.HEAD_DIM), generator=dgen, device=dev
+                         ).to(torch.bfloat16),
+        "kv_cache": cache,
+        "indices": all_idx.to(dev).contiguous(),
+        "topk_length": all_len.to(dev),
+        "attn_sink": (torch.rand((heads,), generator=dgen, device=dev) * 6.0 + 2.0).to(
+            torch.float32),
+    }
+
+    extra_lens: tuple[int, ...] | None = None
     if ew > 0:
         cap = -(-(max(max_prefix, *prefixes) + max(sizes) + g + 1) // ratio)
-        epp = [-(-cap // epbs)] * nreq
-        ext_slots = _PagedSlots(epp, epbs, gen, reserve_first_page=False)
-        counts = [s // ratio for s in seen]
-        extra_lens = []
-        ext_rows = []
-        for i, c in enumerate(counts):
-            r = row_req[i]
-            if r < 0:
-                kind = pad_kind[i - (num_tokens - pad_rows)]
-                ext_rows.append([-1] * ew)
-                extra_lens.append(0 if kind == "empty" else 1)
-                continue
-            c = min(c, cap)
-            nsel = min(c, ew)
-            picks = torch.randperm(c, generator=gen)[:nsel].tolist() if c else []
-            row = [ext_slots.slot(r, e) for e in picks]
-            ln = min(max(c, 1), ew)
-            if stale_lanes and row:
-                row = row + [row[k % len(row)] for k in range(ew - len(row))]
-            ext_rows.append(row + [-1] * (ew - len(row)))
-            extra_lens.append(ln)
-        n_ext = ext_slots.num_pages * epbs
-        ekv = _random_kv(n_ext, gen)
-        ecache = layout.quantize_kv(ekv, epbs, layout.sglang_page_bytes(epbs)
-                                    - layout.logical_page_bytes(epbs))
-        eused: set[int] = set()
+        etable = _PageTable(-(-cap // epbs), nreq, epbs, gen, reserve_first_page=False)
+        count = torch.clamp(seen // ratio, max=cap)
+        mc = max(1, int(count.max()))
+        ent = torch.arange(mc).view(1, -1)
+        if ratio >= 128:  # c128: every entry, in order (no indexer)
+            picks = ent.expand(len(count), mc)
+            pvalid = picks < count.view(-1, 1)
+        else:  # c4: the indexer's top-k, any order
+            score = torch.rand((len(count), mc), generator=gen).masked_fill(
+                ent >= count.view(-1, 1), -1.0)
+            vals, picks = torch.topk(score, min(ew, mc), dim=1)
+            pvalid = vals >= 0
+        picks = picks[:, :ew]
+        pvalid = pvalid[:, :ew]
+        eidx = torch.where(pvalid, etable.slots(row_req.view(-1, 1).expand_as(picks), picks), -1)
+        if stale_lanes:
+            nv = pvalid.sum(1, keepdim=True)
+            kk = torch.arange(eidx.shape[1]).view(1, -1)
+            src = torch.where(kk < nv, kk, (kk - nv) % nv.clamp(min=1))
+            eidx = torch.where(nv > 0, eidx.gather(1, src), eidx)
+        if eidx.shape[1] < ew:
+            eidx = torch.cat([eidx, torch.full((eidx.shape[0], ew - eidx.shape[1]), -1,
+                                               dtype=eidx.dtype)], dim=1)
+        eln = torch.clamp(count, min=1, max=ew)
+        pad_eidx = torch.full((pad_rows, ew), -1, dtype=torch.long)
+        all_eln = torch.cat([eln, pad_len]).to(torch.int32)
+        eused = torch.zeros(etable.num_slots, dtype=torch.bool)
         for r in range(nreq):
-            top = max((c for c, rr in zip(counts, row_req, strict=True) if rr == r), default=0)
-            eused.update(ext_slots.slot(r, e) for e in range(min(top, cap)))
-        poison_slots(ecache, torch.tensor(sorted(set(range(n_ext)) - eused), dtype=torch.long))
+            top = int(count[row_req == r].max()) if bool((row_req == r).any()) else 0
+            es = torch.arange(top)
+            if top:
+                eused[etable.slots(torch.full_like(es, r), es)] = True
+        epad = layout.sglang_page_bytes(epbs) - layout.logical_page_bytes(epbs)
+        ecache = layout.quantize_kv(_random_kv(etable.num_slots, dgen, dev), epbs, epad)
+        poison_slots(ecache, (~eused).nonzero().flatten())
         kwargs["extra_kv_cache"] = ecache
-        kwargs["extra_indices"] = torch.tensor(ext_rows, dtype=torch.int32).reshape(num_tokens, ew)
-        kwargs["extra_topk_length"] = torch.tensor(extra_lens, dtype=torch.int32)
+        kwargs["extra_indices"] = torch.cat([eidx, pad_eidx]).to(torch.int32).to(dev).contiguous()
+        kwargs["extra_topk_length"] = all_eln.to(dev)
+        extra_lens = tuple(int(x) for x in all_eln.tolist())
     kwargs["sm_scale"] = DSV4_SM_SCALE
 
-    if device is not None:
-        caches = ("kv_cache", "extra_kv_cache")
-        kwargs = {k: (_cache_to(v, device) if k in caches
-                      else v.to(device) if isinstance(v, torch.Tensor) else v)
-                  for k, v in kwargs.items()}
     return CallCase(
         kwargs=kwargs,
         phase=phase,
@@ -638,27 +637,11 @@ def make_call_case(
         gamma=g,
         rows_per_request=tuple(sizes),
         prefix_lens=tuple(prefixes),
-        row_request=tuple(row_req),
-        row_position=tuple(row_pos),
-        topk_length=tuple(lens),
-        extra_topk_length=None if extra_lens is None else tuple(extra_lens),
+        row_request=tuple(int(x) for x in row_req_all.tolist()),
+        row_position=tuple(int(x) for x in pos_all.tolist()),
+        topk_length=tuple(int(x) for x in all_len.tolist()),
+        extra_topk_length=extra_lens,
     )
-
-
-def _cache_to(cache: torch.Tensor, device: Any) -> torch.Tensor:
-    """Move a strided page view with its padding (``.to`` would compact the view)."""
-    if cache.device == _as_device(device):
-        return cache
-    pages = int(cache.shape[0])
-    stride = int(cache.stride(0))
-    base = cache.as_strided((pages, stride), (stride, 1)).contiguous().to(device)
-    return base.as_strided(tuple(cache.shape), tuple(cache.stride()))
-
-
-def _as_device(device: Any) -> Any:
-    import torch
-
-    return torch.device(device)
 
 
 def make_call_inputs(
@@ -1029,9 +1012,8 @@ def check_verify_consistency(
     rpr = _phase_rows(phase, gamma) or 1
     case = make_call_case(
         shape, num_requests * rpr, seed=seed, device=device, gamma=gamma,
-        prefix_lens=prefix_lens or CONSISTENCY_PREFIXES,
+        prefix_lens=prefix_lens or CONSISTENCY_PREFIXES, padding=False,
     )
-    # No padding rows here: every row belongs to a request.
     kw = case.kwargs
     try:
         b_out, b_lse = kernel_fn(**kw)
@@ -1297,7 +1279,7 @@ def _run_and_compare(kernel_fn: KernelFn, ref_fn: KernelFn, kw: dict[str, Any],
 
 
 def select_num_tokens(sizes: Iterable[int], *, small_limit: int = 64, large_count: int = 3,
-                      large_max: int = 1024) -> list[int]:
+                      large_max: int = 2048) -> list[int]:
     """Every captured size <= 64 (the decode kernels' range, where the field failures live)
     and a few larger ones (smallest, largest up to ``large_max``, one between)."""
     s = sorted({int(n) for n in sizes if int(n) >= 1})
