@@ -1294,8 +1294,9 @@ def select_num_tokens(sizes: Iterable[int], *, small_limit: int = 64, large_coun
 
 
 def _call_sizes(call: object) -> list[int]:
+    """Captured sizes; for eager-only calls (prefill) the probe sizes the plan judged."""
     sizes = getattr(call, "num_tokens", None)
-    if sizes is None:
+    if not sizes:
         paths = getattr(call, "paths", None)
         sizes = list(paths) if isinstance(paths, Mapping) else []
     if isinstance(sizes, int):
@@ -1303,12 +1304,30 @@ def _call_sizes(call: object) -> list[int]:
     return [int(n) for n in sizes]
 
 
-def _resolve_kernels(kernel: str | KernelUnderTest | Sequence[KernelUnderTest]
+def default_kernel_choice() -> tuple[str, str]:
+    """What the serving stack will use here: FlashInfer's SM120 kernel exists only on SM12x
+    GPUs, and routed shapes go to the bundled kernel, so on SM12x with FlashInfer importable
+    both are tested; elsewhere only the bundled kernel can run."""
+    try:
+        fi = flashinfer_kernel()
+    except Exception as e:
+        return "bundled", f"FlashInfer's SM120 kernel cannot run here ({e})"
+    del fi
+    return "both", "SM12x GPU with FlashInfer: FlashInfer for the shapes it serves, the " \
+                   "bundled kernel for routed ones"
+
+
+def _resolve_kernels(kernel: str | KernelUnderTest | Sequence[KernelUnderTest] | None
                      ) -> tuple[list[KernelUnderTest], list[Finding]]:
     if isinstance(kernel, KernelUnderTest):
         return [kernel], []
-    if not isinstance(kernel, str):
+    if kernel is not None and not isinstance(kernel, str):
         return list(kernel), []
+    note: list[Finding] = []
+    if kernel is None:
+        kernel, why = default_kernel_choice()
+        note.append(Finding("smoke-kernel-choice", Severity.INFO,
+                            f"Kernel-level checks test: {kernel}", "", (), why))
     names = {"bundled": ["bundled"], "flashinfer": ["flashinfer"],
              "both": ["bundled", "flashinfer"]}.get(kernel)
     if names is None:
@@ -1334,7 +1353,7 @@ def _resolve_kernels(kernel: str | KernelUnderTest | Sequence[KernelUnderTest]
                     "Run `dsparkctl smoke --kernel flashinfer` on the SM120/SM121 serving GPU "
                     "with the serving environment's flashinfer-python.",
                     detail=_exc_text(e)))
-    return out, findings
+    return out, note + findings
 
 
 def _cuda_device() -> Any:
@@ -1373,9 +1392,10 @@ def _fmt_shape(key: tuple[str, str, int, int, int]) -> str:
 def run_kernel_checks(
     plan: Any,
     *,
-    kernel: str | KernelUnderTest | Sequence[KernelUnderTest] = "bundled",
+    kernel: str | KernelUnderTest | Sequence[KernelUnderTest] | None = None,
     long: bool = False,
     progress: Progress | None = None,
+    show_progress: bool = False,
     seed: int = 0,
     device: Any = None,
     max_context: int = 2048,
@@ -1385,11 +1405,29 @@ def run_kernel_checks(
     captured, against the reference; verify/draft consistency; with ``long`` the kernel-level
     long generation and the tiny-model greedy runs.
 
+    ``kernel``: ``"bundled"``, ``"flashinfer"``, ``"both"``, ``None`` (what the stack uses here,
+    see ``default_kernel_choice``) or ``KernelUnderTest`` object(s). ``progress(desc, done,
+    total)`` is called as work proceeds; ``show_progress`` draws a rich bar on stderr instead.
+
     Returns ``(findings, data)``; ``data["rows"]`` is the per-shape table (kernel, phase, heads,
-    topk, extra_topk, num_tokens, status, max_ratio, time_us, error), ``data["consistency"]``,
+    topk, extra, num_tokens, status, max_err_over_tol, time_us, error), ``data["consistency"]``,
     ``data["long"]`` and ``data["tiny_model"]`` the other checks. Without CUDA: one
     ``smoke-no-gpu`` finding and ``data["ran"] = False`` (the caller exits 2).
     """
+    if show_progress and progress is None and _cuda_device() is not None:
+        from rich.progress import Progress as RichProgress
+
+        from dsparkctl.output import err_console
+
+        with RichProgress(console=err_console, transient=True) as bar:
+            task = bar.add_task("kernel checks", total=None)
+
+            def draw(desc: str, done: int, total: int) -> None:
+                bar.update(task, description=desc, completed=done, total=total)
+
+            return run_kernel_checks(plan, kernel=kernel, long=long, progress=draw, seed=seed,
+                                     device=device, max_context=max_context,
+                                     tiny_tokens=tiny_tokens)
     dev = device if device is not None else _cuda_device()
     if dev is None:
         return [no_gpu_finding("torch is missing, CPU-only, or sees no CUDA device")], {
