@@ -17,25 +17,35 @@ namespace {
 constexpr int64_t kHeadDim = 512;
 constexpr int64_t kTokenBytes = 584;
 
+// Error messages format numbers with std::to_string only: streaming an int64 through the
+// std::ostream instantiated in this library crashed (seen with torch 2.11 on the H200 image).
+std::string num(int64_t v) { return std::to_string(v); }
+std::string shape(const at::Tensor& t) {
+  std::string s = "[";
+  for (int64_t d = 0; d < t.dim(); ++d) s += (d ? ", " : "") + std::to_string(t.size(d));
+  return s + "]";
+}
+std::string dtype(const at::Tensor& t) { return std::string(c10::toString(t.scalar_type())); }
+
 void check_cache(const at::Tensor& c, const char* name, const at::Tensor& q) {
   TORCH_CHECK(c.scalar_type() == at::kByte || c.scalar_type() == at::kFloat8_e4m3fn, name,
               " must be uint8 or float8_e4m3fn (raw MODEL1 page bytes), got ", c.scalar_type());
   TORCH_CHECK(c.dim() >= 2 && c.size(0) >= 1 && c.size(1) >= 1, name,
-              " must be a (num_pages, page_block_size, ...) page view, got ", c.sizes());
-  TORCH_CHECK(c.device() == q.device(), name, " is on ", c.device(), " but q is on ", q.device());
+              " must be a (num_pages, page_block_size, ...) page view, got ", shape(c));
+  TORCH_CHECK(c.device() == q.device(), name, " must be on q's device");
   const int64_t stride = c.stride(0) * c.element_size();
-  TORCH_CHECK(stride >= c.size(1) * kTokenBytes, name, ": page stride ", stride,
-              " bytes is smaller than ", c.size(1), " tokens x 584 bytes");
+  TORCH_CHECK(stride >= c.size(1) * kTokenBytes, name, ": page stride ", num(stride),
+              " bytes is smaller than ", num(c.size(1)), " tokens x 584 bytes");
   TORCH_CHECK(stride % 8 == 0 && reinterpret_cast<uintptr_t>(c.data_ptr()) % 8 == 0, name,
               ": page stride and base address must be multiples of 8 bytes");
   TORCH_CHECK(c.size(0) * c.size(1) <= int64_t(INT32_MAX) + 1, name, ": too many slots for int32 ids");
 }
 
 at::Tensor index_2d(const at::Tensor& idx, const char* name, int64_t T, const at::Tensor& q) {
-  TORCH_CHECK(idx.scalar_type() == at::kInt, name, " must be int32, got ", idx.scalar_type());
+  TORCH_CHECK(idx.scalar_type() == at::kInt, name, " must be int32, got ", dtype(idx));
   TORCH_CHECK(idx.dim() == 2 || (idx.dim() == 3 && idx.size(1) == 1), name,
-              " must be [T, topk] or [T, 1, topk], got ", idx.sizes());
-  TORCH_CHECK(idx.size(0) == T, name, " has ", idx.size(0), " rows but q has T=", T);
+              " must be [T, topk] or [T, 1, topk], got ", shape(idx));
+  TORCH_CHECK(idx.size(0) == T, name, " has ", num(idx.size(0)), " rows but q has T=", num(T));
   TORCH_CHECK(idx.size(-1) >= 1, name, " must have topk >= 1");
   TORCH_CHECK(idx.device() == q.device(), name, " must be on q's device");
   at::Tensor v = idx.dim() == 3 ? idx.select(1, 0) : idx;
@@ -45,8 +55,8 @@ at::Tensor index_2d(const at::Tensor& idx, const char* name, int64_t T, const at
 
 void check_length(const c10::optional<at::Tensor>& len, const char* name, int64_t T, const at::Tensor& q) {
   if (!len.has_value()) return;
-  TORCH_CHECK(len->scalar_type() == at::kInt, name, " must be int32, got ", len->scalar_type());
-  TORCH_CHECK(len->dim() == 1 && len->size(0) == T, name, " must be [T]=[", T, "], got ", len->sizes());
+  TORCH_CHECK(len->scalar_type() == at::kInt, name, " must be int32, got ", dtype(*len));
+  TORCH_CHECK(len->dim() == 1 && len->size(0) == T, name, " must be [T]=[", num(T), "], got ", shape(*len));
   TORCH_CHECK(len->device() == q.device(), name, " must be on q's device");
 }
 
@@ -54,9 +64,9 @@ void check_common(const at::Tensor& q, const at::Tensor& kv, const at::Tensor& i
                   const c10::optional<at::Tensor>& topk_length, const c10::optional<at::Tensor>& sink,
                   const c10::optional<at::Tensor>& ekv, const c10::optional<at::Tensor>& eidx,
                   const c10::optional<at::Tensor>& elen) {
-  TORCH_CHECK(q.scalar_type() == at::kBFloat16, "q must be bfloat16, got ", q.scalar_type());
-  TORCH_CHECK(q.dim() == 3 && q.size(2) == kHeadDim, "q must be [T, H, 512], got ", q.sizes());
-  TORCH_CHECK(q.size(1) >= 1 && q.size(1) <= 128, "q has ", q.size(1), " heads; supported 1..128");
+  TORCH_CHECK(q.scalar_type() == at::kBFloat16, "q must be bfloat16, got ", dtype(q));
+  TORCH_CHECK(q.dim() == 3 && q.size(2) == kHeadDim, "q must be [T, H, 512], got ", shape(q));
+  TORCH_CHECK(q.size(1) >= 1 && q.size(1) <= 128, "q has ", num(q.size(1)), " heads; supported 1..128");
   TORCH_CHECK(q.stride(2) == 1, "q must have a contiguous last dim");
   check_cache(kv, "kv_cache", q);
   index_2d(indices, "indices", q.size(0), q);
@@ -165,7 +175,7 @@ std::tuple<at::Tensor, at::Tensor> decode_meta(
     const c10::optional<at::Tensor>& topk_length, const c10::optional<at::Tensor>& sink,
     const c10::optional<at::Tensor>& ekv, const c10::optional<at::Tensor>& eidx,
     const c10::optional<at::Tensor>& elen, double, bool) {
-  TORCH_CHECK(q.dim() == 3 && q.size(2) == kHeadDim, "q must be [T, H, 512], got ", q.sizes());
+  TORCH_CHECK(q.dim() == 3 && q.size(2) == kHeadDim, "q must be [T, H, 512], got ", shape(q));
   TORCH_CHECK(q.scalar_type() == at::kBFloat16, "q must be bfloat16");
   auto out = at::empty_symint({q.sym_size(0), q.sym_size(1), c10::SymInt(kHeadDim)}, q.options());
   auto lse = at::empty_symint({q.sym_size(0), q.sym_size(1)}, q.options().dtype(at::kFloat));
