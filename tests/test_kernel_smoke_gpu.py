@@ -49,9 +49,11 @@ def broken(bundled) -> ks.KernelUnderTest:
 
 @pytest.mark.parametrize("tp", [1, 2, 4])
 def test_bundled_kernel_passes_the_dsv4_flash_plan(bundled, tp):
+    """tp 1 runs what `dsparkctl smoke --long --kernel bundled` runs, long checks included."""
     plan = _plan(tp)
+    long = tp == 1
     t0 = time.perf_counter()
-    findings, data = ks.run_kernel_checks(plan, kernel=bundled)
+    findings, data = ks.run_kernel_checks(plan, kernel=bundled, long=long)
     took = time.perf_counter() - t0
     errors = [(f.id, f.detail) for f in findings if f.severity is Severity.ERROR]
     assert not errors, errors
@@ -70,6 +72,18 @@ def test_bundled_kernel_passes_the_dsv4_flash_plan(bundled, tp):
     assert {c["status"] for c in data["consistency"]} == {"ok"}
     print(f"tp {tp}: {len(rows)} calls, {len(data['consistency'])} consistency checks, "
           f"{took:.1f} s; max err/tol {max(float(r['max_err_over_tol']) for r in rows):.3f}")
+    if long:
+        (sim,) = data["long"]
+        assert sim["ok"] and sim["length_range"] == [1, 128]
+        assert sim["extra_length_range"] == [1, 512]
+        (tiny,) = data["tiny_model"]
+        assert tiny["ok"], tiny
+        assert tiny["seconds"] < 120, f"tiny-model long run took {tiny['seconds']} s"
+        spec = next(m for m in tiny["modes"] if m["mode"] == "spec")
+        assert spec["tokens"] == 1000 and spec["mean_accept_length"] > 3
+        print(f"long: simulation {sim['steps']} steps in {sim['seconds']} s (max err/tol "
+              f"{sim['max_ratio']}); tiny model {tiny['seconds']} s, bound "
+              f"{tiny['bound']['bound']:.4g}, accept {spec['mean_accept_length']:.2f}")
 
 
 def test_graph_replay_uses_the_new_inputs(bundled):
@@ -122,33 +136,11 @@ def test_first_row_length_bug_is_caught_by_verify_consistency_not_by_t1(bundled,
     assert res.status == "inconsistent" and res.t1_vs_ref_ok and not res.batched_vs_ref_ok
 
 
-def test_long_checks_pass_bundled_and_catch_the_broken_kernel(bundled, broken):
+def test_long_simulation_catches_the_broken_kernel(broken):
     gamma = _plan(1).gamma
-    ok = ks.simulate_long_generation(bundled.fn, ks.reference_kernel, gamma=gamma, heads=64,
-                                     device="cuda")
-    assert ok.ok, ok.to_json()
-    assert min(ok.final_contexts) >= 2048 and ok.length_range == (1, 128)
-    assert ok.extra_length_range == (1, 512)
     bad = ks.simulate_long_generation(broken.fn, ks.reference_kernel, gamma=gamma, heads=64,
-                                      device="cuda")
+                                      device="cuda", max_context=1024)
     assert not bad.ok and bad.failures[0].ratio > 1
-    print(f"long simulation: {ok.steps} steps, {ok.calls} calls, {ok.seconds:.1f} s, "
-          f"max err/tol {ok.max_ratio:.3f}")
-
-
-def test_tiny_model_long_run_is_clean_and_under_two_minutes(bundled):
-    cfg = tm.TinyConfig(heads=64, index_topk=512)
-    t0 = time.perf_counter()
-    rep = tm.run_long_model_check(bundled.fn, ks.reference_kernel, n_tokens=1000, gamma=5,
-                                  config=cfg, device="cuda")
-    took = time.perf_counter() - t0
-    assert rep.ok, rep.to_json()
-    assert took < 120, f"tiny-model long run took {took:.1f} s"
-    spec = next(m for m in rep.modes if m.mode == "spec")
-    assert spec.tokens == 1000 and spec.mean_accept_length and spec.mean_accept_length > 3
-    print(f"tiny model: {took:.1f} s, bound {rep.bound.bound:.4g}, "
-          f"accept {spec.mean_accept_length:.2f}, near-ties "
-          f"{[m.near_ties for m in rep.modes]}")
 
 
 def test_tiny_model_catches_the_broken_kernel(broken):
@@ -166,16 +158,6 @@ def test_run_kernel_checks_long_reports_the_broken_kernel(broken):
     ids = {f.id for f in findings}
     assert {"smoke-verify-inconsistent", "smoke-long-divergence"} <= ids
     assert data["long"] and not data["long"][0]["ok"]
-
-
-def test_run_kernel_checks_long_passes_bundled(bundled):
-    t0 = time.perf_counter()
-    findings, data = ks.run_kernel_checks(_plan(1), kernel=bundled, long=True)
-    took = time.perf_counter() - t0
-    errors = [(f.id, f.detail) for f in findings if f.severity is Severity.ERROR]
-    assert not errors, errors
-    assert data["long"][0]["ok"] and data["tiny_model"][0]["ok"]
-    print(f"smoke --long kernel level, tp 1: {took:.1f} s")
 
 
 def test_flashinfer_adapter_on_sm120():
