@@ -999,6 +999,7 @@ def check_verify_consistency(
     topk: int | None = None,
     extra_topk: int | None = None,
     extra_page_size: int = 64,
+    compress_ratio: int = DEFAULT_COMPRESS_RATIO,
     phase: str = "verify",
     prefix_lens: Sequence[int] | None = None,
     seed: int = 0,
@@ -1018,7 +1019,8 @@ def check_verify_consistency(
         topk = dspark_draft_topk(gamma) if phase == "draft" else SWA_WINDOW
     if extra_topk is None:
         extra_topk = 0 if phase == "draft" else 512
-    shape = CallShape(phase, heads, topk, extra_topk, extra_page_size)
+    shape = CallShape(phase, heads, topk, extra_topk, extra_page_size,
+                      compress_ratio=compress_ratio)
     rpr = _phase_rows(phase, gamma) or 1
     case = make_call_case(
         shape, num_requests * rpr, seed=seed, device=device, gamma=gamma,
@@ -1350,15 +1352,16 @@ def _resolve_kernels(kernel: str | KernelUnderTest | Sequence[KernelUnderTest] |
         except Exception as e:
             if name == "bundled":
                 findings.append(Finding(
-                    "smoke-kernel-unavailable", Severity.ERROR,
-                    "The bundled sparse-MLA kernel could not be loaded or built",
+                    "smoke-bundled-unavailable", Severity.WARNING,
+                    "The bundled sparse-MLA kernel could not be loaded or built, so it was not "
+                    "tested",
                     "Run `dsparkctl install-kernels` (needs nvcc and a CUDA build of torch), or "
                     "point DSPARKCTL_KERNEL_SO at a built library.",
                     detail=_exc_text(e)))
             else:
                 findings.append(Finding(
                     "smoke-flashinfer-unavailable",
-                    Severity.ERROR if kernel == "flashinfer" else Severity.INFO,
+                    Severity.WARNING if kernel == "flashinfer" else Severity.INFO,
                     "FlashInfer's SM120 sparse-MLA kernel was not tested here",
                     "Run `dsparkctl smoke --kernel flashinfer` on the SM120/SM121 serving GPU "
                     "with the serving environment's flashinfer-python.",
@@ -1515,7 +1518,8 @@ def run_kernel_checks(
         cr = check_verify_consistency(
             kut.fn, r, gamma, heads=int(call.num_heads), topk=int(call.topk),
             extra_topk=int(_attr(call, "extra_topk", 0)),
-            extra_page_size=int(_attr(call, "extra_page_size", 64)), phase=call.phase,
+            extra_page_size=int(_attr(call, "extra_page_size", 64)) or 64,
+            compress_ratio=_compress_ratio(call), phase=call.phase,
             seed=seed, device=dev, tolerance=kut.tolerance, ref_fn=reference_kernel)
         data["consistency"].append({"kernel": kut.name, "heads": key[2], "topk": key[3],
                                     "extra": key[4], **cr.to_json()})
