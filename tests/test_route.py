@@ -2,8 +2,8 @@
 
 Its pure parts run here on CPU torch: settings, the route decision per shape,
 and the argument adaptation. The op is a real ``torch.library`` custom op
-registered under ``dsparkctl::sparse_mla_decode`` with a CPU implementation
-that records what it receives; library loading goes through the real manifest
+with the op's schema and a CPU implementation that records what it receives
+(``route_fakeop``); library loading goes through the real manifest
 reading and sha256 check, with ``torch.ops.load_library`` replaced (there is
 no CUDA build of the kernel on this machine).
 """
@@ -23,43 +23,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import route_fakeop  # noqa: E402
+from route_fakeop import CALLS  # noqa: E402
+
 ROUTER_SRC = Path(__file__).resolve().parents[1] / "patches/sglang-route-sm120/_dsparkctl_route.py"
 FI_0615_PAIRS = [[h, k] for h in (8, 16, 32, 64, 128) for k in (128, 512, 1024)]
-
-CALLS: list[dict[str, Any]] = []
-
-
-def _register_op() -> None:
-    if hasattr(torch.ops, "dsparkctl") and hasattr(torch.ops.dsparkctl, "sparse_mla_decode"):
-        return
-
-    @torch.library.custom_op("dsparkctl::sparse_mla_decode", mutates_args=())
-    def sparse_mla_decode(q: torch.Tensor, kv_cache: torch.Tensor, indices: torch.Tensor,
-                          topk_length: torch.Tensor | None, attn_sink: torch.Tensor | None,
-                          extra_kv_cache: torch.Tensor | None,
-                          extra_indices: torch.Tensor | None,
-                          extra_topk_length: torch.Tensor | None, sm_scale: float,
-                          flag: bool) -> tuple[torch.Tensor, torch.Tensor]:
-        CALLS.append({
-            "q": (tuple(q.shape), q.data_ptr()),
-            "kv": (tuple(kv_cache.shape), tuple(kv_cache.stride()), kv_cache.data_ptr(),
-                   kv_cache.dtype),
-            "indices": (tuple(indices.shape), indices.data_ptr()),
-            "topk_length": None if topk_length is None else topk_length.data_ptr(),
-            "attn_sink": None if attn_sink is None else attn_sink.data_ptr(),
-            "extra_kv": None if extra_kv_cache is None else (tuple(extra_kv_cache.shape),
-                                                             extra_kv_cache.data_ptr()),
-            "extra_indices": None if extra_indices is None else tuple(extra_indices.shape),
-            "extra_topk_length": None if extra_topk_length is None
-            else extra_topk_length.data_ptr(),
-            "sm_scale": sm_scale, "flag": flag,
-        })
-        t, h, _ = q.shape
-        # A recognisable output: q's first 512 dims * 2, and lse = per-token index.
-        out = (q.float() * 2).to(torch.bfloat16)
-        lse = torch.arange(t * h, dtype=torch.float32).reshape(t, h)
-        return out, lse
-
 
 @pytest.fixture
 def router(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
@@ -69,9 +37,10 @@ def router(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     monkeypatch.setattr(mod, "CONFIG_PATH", tmp_path / "_dsparkctl_route.json")
+    monkeypatch.setattr(mod, "OP_NAMESPACE", route_fakeop.NAMESPACE)
     monkeypatch.delenv("DSPARKCTL_ROUTE", raising=False)
-    _register_op()
     CALLS.clear()
+    route_fakeop.IMPL.clear()
     return mod
 
 

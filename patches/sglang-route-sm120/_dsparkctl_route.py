@@ -44,6 +44,9 @@ DSV4_D_QK = 512
 DSV4_D_V = 512
 DSV4_BYTES_PER_TOKEN = 584
 DECODE_MAX_TOKENS = 64
+# torch.ops.<namespace>.<name>, registered by the bundled kernel library.
+OP_NAMESPACE = "dsparkctl"
+OP_NAME = "sparse_mla_decode"
 
 logger = logging.getLogger("dsparkctl.route")
 
@@ -247,7 +250,7 @@ def load_op(cfg: RouteConfig) -> Any:
 
     try:
         torch.ops.load_library(str(lib))
-        return torch.ops.dsparkctl.sparse_mla_decode
+        return getattr(getattr(torch.ops, OP_NAMESPACE), OP_NAME)
     except (OSError, RuntimeError, AttributeError) as exc:
         raise RouteError(f"cannot load kernel library {lib}: {exc}") from exc
 
