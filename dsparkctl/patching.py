@@ -657,6 +657,11 @@ def _verify_written(plan: PatchPlan, import_check: bool) -> list[dict[str, Any]]
                 except py_compile.PyCompileError as exc:
                     raise PatchError(f"{ch.path} does not byte-compile: {exc.msg}") from exc
                 checks.append({"check": "byte-compile", "path": str(ch.path), "result": "ok"})
+            elif ch.rel.endswith(".json"):
+                try:
+                    json.loads(ch.path.read_bytes())
+                except ValueError as exc:
+                    raise PatchError(f"{ch.path} is not valid JSON: {exc}") from exc
     if not import_check:
         checks.append({"check": "import", "result": "skipped",
                        "reason": "import check disabled (--no-import-check)"})
