@@ -24,6 +24,7 @@ torch is imported inside functions.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -436,13 +437,18 @@ class Divergence:
     expected: int  # the reference's argmax on the same prefix
     margin: float  # reference logit gap between expected and got
     bound: float
+    verify_step: int | None = None  # speculative mode: which verify call produced the token
+    verify_row: int | None = None  # ... and which of its gamma + 1 rows
 
     @property
     def real(self) -> bool:
         return self.margin > self.bound
 
     def describe(self) -> str:
-        return (f"generated token {self.index} (position {self.position}): after "
+        where = ""
+        if self.verify_step is not None:
+            where = f", verify step {self.verify_step} row {self.verify_row}"
+        return (f"generated token {self.index} (position {self.position}{where}): after "
                 f"{list(self.context)} the kernel chose {self.got}, the reference {self.expected}"
                 f" (reference margin {self.margin:.4g} {'>' if self.real else '<='} bound "
                 f"{self.bound:.4g})")
@@ -450,7 +456,20 @@ class Divergence:
     def to_json(self) -> dict[str, Any]:
         return {"index": self.index, "position": self.position, "context": list(self.context),
                 "got": self.got, "expected": self.expected, "margin": self.margin,
-                "bound": self.bound, "real": self.real}
+                "bound": self.bound, "real": self.real, "verify_step": self.verify_step,
+                "verify_row": self.verify_row}
+
+
+def _locate(div: Divergence | None, run: Generation) -> Divergence | None:
+    """Attach the verify step / row that produced a token of a speculative run."""
+    if div is None or not run.emitted_per_step:
+        return div
+    start = 1  # token 0 comes from the prefill logits
+    for step, emitted in enumerate(run.emitted_per_step):
+        if div.index < start + emitted:
+            return dataclasses.replace(div, verify_step=step, verify_row=div.index - start)
+        start += emitted
+    return div
 
 
 def judge_tokens(
@@ -585,7 +604,8 @@ def run_long_model_check(
         ref_logits = ref_tf if seq == ref_seq else score_sequence(model, ref_fn, seq)
         div, near = judge_tokens(prompt, run.tokens, ref_logits, bound.bound)
         modes.append(ModeReport(
-            run.mode, len(run.tokens), _first_difference(prompt, ref, run, bound.bound), div,
+            run.mode, len(run.tokens),
+            _locate(_first_difference(prompt, ref, run, bound.bound), run), _locate(div, run),
             near, run.mean_accept_length, run.verify_steps, run.forwards, run.seconds))
     return TinyModelReport(config, bound, len(ref.tokens), min(ref.margins) if ref.margins
                            else math.inf, modes, time.perf_counter() - t0)

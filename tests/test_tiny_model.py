@@ -74,6 +74,9 @@ def test_first_row_length_bug_diverges_only_with_speculation(broken):
     assert div.got != div.expected and div.margin > div.bound
     assert div.position == CFG.prompt_len + div.index
     assert len(div.context) == min(16, div.position)
+    # the token came out of a verify row after the first: the rows the bug corrupts
+    assert div.verify_step is not None and div.verify_row is not None and div.verify_row >= 1
+    assert f"verify step {div.verify_step} row {div.verify_row}" in div.describe()
     # the first difference from the reference run is reported too
     first = modes["spec"].first_difference
     assert first is not None and first.index <= div.index
