@@ -8,7 +8,10 @@ while a T = 1 check does not; the orchestration turns results into the documente
 
 from __future__ import annotations
 
+import ast
+import inspect
 import math
+from pathlib import Path
 
 import pytest
 
@@ -400,3 +403,49 @@ def test_select_num_tokens_caps_large_sizes():
 def test_kernel_name_is_validated():
     with pytest.raises(ValueError, match="bundled, flashinfer or both"):
         ks._resolve_kernels("triton")
+
+
+# ------------------------------------------------------------------ FlashInfer adapter vs real wheels
+
+
+def _call_keywords(tree: ast.AST, func: str, callee: str) -> set[str]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == func:
+            for call in ast.walk(node):
+                if (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+                        and call.func.id == callee):
+                    return {k.arg for k in call.keywords if k.arg}
+    raise AssertionError(f"no call to {callee} in {func}")
+
+
+def _adapter_keywords() -> set[str]:
+    tree = ast.parse(inspect.getsource(ks))
+    return _call_keywords(tree, "flashinfer_sm120_decode", "_sparse_mla_sm120_paged_attention")
+
+
+@pytest.mark.network
+def test_flashinfer_adapter_passes_what_sglang_0523_passes(wheels):
+    src = Path(wheels.unpacked("sglang", "0.5.23")) / "sglang/kernels/ops/attention/flash_mla_sm120.py"
+    theirs = _call_keywords(ast.parse(src.read_text()), "_flash_mla_flashinfer",
+                            "_sparse_mla_sm120_paged_attention")
+    assert _adapter_keywords() == theirs
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("version", ["0.6.15.post1", "0.6.18", "0.7.0", "0.7.2.post1"])
+def test_flashinfer_adapter_matches_the_real_entry_point(wheels, version):
+    root = Path(wheels.unpacked("flashinfer-python", version)) / "flashinfer/mla"
+    params = None
+    for f in sorted(root.rglob("*.py")):
+        if "_sparse_mla_sm120" not in str(f):
+            continue
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.FunctionDef) and node.name == "_sparse_mla_sm120_paged_attention":
+                a = node.args
+                params = {x.arg for x in a.args + a.kwonlyargs}
+    assert params is not None, f"no _sparse_mla_sm120_paged_attention in flashinfer {version}"
+    assert _adapter_keywords() <= params
+    # the adapter imports both names from the module / package SGLang imports them from
+    mod = root / "_sparse_mla_sm120.py"
+    text = mod.read_text() if mod.exists() else (root / "_sparse_mla_sm120/__init__.py").read_text()
+    assert "_DECODE_MAX_TOKENS" in text and "_sparse_mla_sm120_paged_attention" in text
