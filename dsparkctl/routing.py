@@ -71,3 +71,25 @@ def route_config_bytes(config: Mapping[str, Any]) -> bytes:
     # One pair per line reads better than three lines per pair.
     text = re.sub(r"\[\s+(-?\d+),\s+(-?\d+)\s+\]", r"[\1, \2]", text)
     return (text + "\n").encode()
+
+
+ROUTER_MODULE = "_dsparkctl_route.py"
+ROUTER_SETTINGS = "_dsparkctl_route.json"
+
+
+def read_route_settings(site: Path) -> dict[str, Any] | None:
+    """The routing installed in ``site`` (for doctor's report), or None when there is none.
+
+    Raises ValueError when the settings file exists but is not valid JSON: the
+    router would then fail at the first attention call, which doctor must say.
+    """
+    try:
+        text = (site / ROUTER_SETTINGS).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    obj = json.loads(text)
+    if not isinstance(obj, dict):
+        raise ValueError(f"{site / ROUTER_SETTINGS} is not a JSON object")
+    obj["router_present"] = (site / ROUTER_MODULE).is_file()
+    return obj
+

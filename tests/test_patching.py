@@ -46,6 +46,7 @@ from dsparkctl.patching import (
     revert,
     status,
 )
+from dsparkctl.routing import read_route_settings
 
 ROUTE = "sglang-route-sm120"
 FIPAIRS = "flashinfer-dsv4-pairs"
@@ -553,7 +554,10 @@ def test_route_settings_carry_the_flashinfer_table(tmp_path: Path) -> None:
     assert cfg["flashinfer"]["kind"] == "pairs" and cfg["flashinfer"]["version"] == "0.6.15.post1"
     pairs = {tuple(p) for p in cfg["flashinfer"]["pairs"]}
     assert (64, 128) in pairs and (64, 192) not in pairs and len(pairs) == 15
+    settings = read_route_settings(site)
+    assert settings is not None and settings["router_present"] and settings["mode"] == "missing"
     revert(target)
+    assert read_route_settings(site) is None
 
 
 # --------------------------------------------------------------------------- import check
