@@ -22,7 +22,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-_COMMAND_MODULES = ("doctor", "smoke", "report")
+_COMMAND_MODULES = ("doctor", "install_kernels", "patches", "smoke", "report")
 
 
 def _version(value: bool) -> None:

@@ -72,6 +72,7 @@ class DoctorReport:
     findings: list[Finding]
     judged: bool
     compat: list[dict[str, Any]] = field(default_factory=list)
+    routing: dict[str, Any] | None = None
 
     @property
     def verdict(self) -> str:
@@ -98,6 +99,7 @@ class DoctorReport:
             model=self.model.to_json(),
             plan=self.plan.to_json(),
             flashinfer_compat=self.compat,
+            routing=self.routing,
         )
 
 
@@ -200,8 +202,11 @@ def run_doctor(opts: DoctorOptions) -> DoctorReport:
             lambda s: make_plan(model, serving, s),
             flashinfer_dispatch.known_support,
         )
+    routing = _routing(target)
+    findings.extend(_routing_findings(routing))
+    routed = (lambda h, k: h <= 128) if routing and routing["active"] else None
     findings.extend(missing_kernel_findings(plan.calls, flashinfer_version=fi_version,
-                                            upgrade_to=upgrade_to))
+                                            upgrade_to=upgrade_to, routed=routed))
     findings.extend(prefill_error_findings(plan.calls, upgrade_to=upgrade_to))
 
     env = envvars.collect(opts.environ)
@@ -245,8 +250,45 @@ def run_doctor(opts: DoctorOptions) -> DoctorReport:
         flashinfer_version=fi_version, support=support, flashinfer_files=files,
         sglang_version=sglang_version, sglang_flashinfer_pin=pin, model=model, serving=serving,
         plan=plan, findings=findings, judged=support is not None and support.kind != "unknown",
-        compat=compat,
+        compat=compat, routing=routing,
     )
+
+
+def _routing(target: Any) -> dict[str, Any] | None:
+    from dsparkctl.routing import routing_state
+
+    where = target.files.get("sglang")
+    return routing_state(Path(where).parent) if where else None
+
+
+def _routing_findings(routing: dict[str, Any] | None) -> list[Finding]:
+    """Routing that was installed but no longer holds is an error: the shapes it served fail."""
+    if not routing:
+        return []
+    out = []
+    for p in routing["applied"]:
+        if not p["intact"]:
+            changed = [f["path"] for f in p["files"] if f["state"] != "as-written"]
+            out.append(Finding(
+                "routing-drift", Severity.ERROR,
+                f"dsparkctl patch {p['id']} no longer matches the files on disk "
+                f"({p['distribution']} {p['installed_version']} installed, patched "
+                f"{p['version']})",
+                "Re-run `dsparkctl install-kernels` (a reinstall of the package removed or changed "
+                "the patch); `dsparkctl patches status` lists each file.",
+                (), ", ".join(changed)))
+    settings = routing.get("settings") or {}
+    if routing.get("settings_error"):
+        out.append(Finding("routing-settings-unreadable", Severity.ERROR,
+                           f"the router's settings cannot be read: {routing['settings_error']}",
+                           "Re-run `dsparkctl install-kernels`."))
+    elif settings and not routing["kernel"]["intact"]:
+        out.append(Finding(
+            "routing-kernel-missing", Severity.ERROR,
+            "SGLang is routed to the bundled kernel, but its library is missing or changed: "
+            f"{routing['kernel']['manifest']}",
+            "Re-run `dsparkctl install-kernels` to rebuild and reinstall it."))
+    return out
 
 
 def _import_check(opts: DoctorOptions, target: Any, static: Dsv4Support | None) -> list[Finding]:

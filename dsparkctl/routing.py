@@ -73,6 +73,9 @@ def route_config_bytes(config: Mapping[str, Any]) -> bytes:
     return (text + "\n").encode()
 
 
+# patching.STATE_DIR, repeated so that doctor's common case (an unpatched tree) does not
+# import the patch engine; a test keeps the two equal.
+PATCH_STATE_DIR = ".dsparkctl-patches"
 ROUTER_MODULE = "_dsparkctl_route.py"
 ROUTER_SETTINGS = "_dsparkctl_route.json"
 
@@ -93,3 +96,35 @@ def read_route_settings(site: Path) -> dict[str, Any] | None:
     obj["router_present"] = (site / ROUTER_MODULE).is_file()
     return obj
 
+
+
+def routing_state(site: Path) -> dict[str, Any] | None:
+    """What doctor reports about routing in ``site``: the applied patches, whether the files
+    on disk are still what was written, and whether the kernel library is intact.
+
+    None when dsparkctl never patched this tree (the common case costs one ``stat``).
+    """
+    if not (site / PATCH_STATE_DIR).is_dir() and not (site / ROUTER_SETTINGS).exists():
+        return None
+    from dsparkctl.patching import Target, status  # heavy: only for patched trees
+
+    applied = [p.to_json() for p in status(Target(site))]
+    try:
+        settings = read_route_settings(site)
+        settings_error = None
+    except (ValueError, json.JSONDecodeError) as exc:
+        settings, settings_error = None, str(exc)
+    kernel: dict[str, Any] = {"manifest": None, "intact": False}
+    manifest = (settings or {}).get("manifest")
+    if manifest:
+        from dsparkctl.install import installed_intact, read_manifest
+
+        m = read_manifest(Path(manifest)) or {}
+        kernel = {"manifest": manifest, "intact": installed_intact(Path(manifest)),
+                  "arch": m.get("arch"), "key": m.get("key"), "library": m.get("library")}
+    route = next((p for p in applied if p["id"] == "sglang-route-sm120"), None)
+    active = bool(route and route["intact"] and settings and settings.get("router_present")
+                  and kernel["intact"])
+    return {"applied": applied, "settings": settings, "settings_error": settings_error,
+            "kernel": kernel, "active": active,
+            "mode": (settings or {}).get("mode") if active else None}

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from dsparkctl.commands import plan_options as po
 from dsparkctl.errors import UsageError
 from dsparkctl.findings import EXIT_CODES
 from dsparkctl.output import console, emit_json, fail_usage
@@ -16,28 +17,20 @@ if TYPE_CHECKING:
 
 
 def doctor(
-    python: str | None = typer.Option(None, "--python", help="Probe another interpreter "
-                                      "(the serving venv's python), stdlib-only."),
-    site_packages: Path | None = typer.Option(None, "--site-packages", help="Read an unpacked "
-                                              "site-packages tree offline (e.g. a container image's)."),
-    model: str | None = typer.Option(None, "--model", help="config.json or a snapshot folder "
-                                     "holding one (default: built-in deepseek-v4-flash preset)."),
-    from_cmdline: str | None = typer.Option(None, "--from-cmdline", help="The real launch line, "
-                                            "e.g. \"sglang serve --model-path ... --tp-size 4\"."),
-    tp: int | None = typer.Option(None, "--tp", help="Tensor parallel size."),
-    dp: int | None = typer.Option(None, "--dp", help="Data parallel size."),
-    enable_dp_attention: bool | None = typer.Option(None, "--enable-dp-attention/--no-dp-attention"),
-    gamma: int | None = typer.Option(None, "--gamma", help="DSpark block size "
-                                     "(default: the config's dspark_block_size)."),
-    speculative_algorithm: str | None = typer.Option(
-        None, "--speculative-algorithm", help="DSPARK (default), EAGLE, ..., or NONE."),
-    cuda_graph_max_bs: int | None = typer.Option(None, "--cuda-graph-max-bs"),
-    max_running_requests: int | None = typer.Option(None, "--max-running-requests"),
-    disable_cuda_graph_padding: bool | None = typer.Option(None, "--disable-cuda-graph-padding"),
-    sglang_version: str | None = typer.Option(None, "--sglang-version",
-                                              help="Plan for this SGLang (default: installed)."),
-    flashinfer_version: str | None = typer.Option(
-        None, "--flashinfer-version", help="What if: judge against this published FlashInfer's table."),
+    python: str | None = po.PYTHON,
+    site_packages: Path | None = po.SITE_PACKAGES,
+    model: str | None = po.MODEL,
+    from_cmdline: str | None = po.FROM_CMDLINE,
+    tp: int | None = po.TP,
+    dp: int | None = po.DP,
+    enable_dp_attention: bool | None = po.DP_ATTENTION,
+    gamma: int | None = po.GAMMA,
+    speculative_algorithm: str | None = po.SPECULATIVE,
+    cuda_graph_max_bs: int | None = po.CUDA_GRAPH_MAX_BS,
+    max_running_requests: int | None = po.MAX_RUNNING,
+    disable_cuda_graph_padding: bool | None = po.NO_PADDING,
+    sglang_version: str | None = po.SGLANG_VERSION,
+    flashinfer_version: str | None = po.FLASHINFER_VERSION,
     do_import: bool = typer.Option(False, "--import", help="Also import FlashInfer in the target "
                                    "interpreter and compare its runtime answer with the static reading."),
     cluster: bool = typer.Option(False, "--cluster", help="Run on every rank under torchrun/srun; "
@@ -46,17 +39,17 @@ def doctor(
                                   "collective or a missing rank becomes a finding."),
     as_json: bool = typer.Option(False, "--json", help="Print only JSON."),
 ) -> None:
-    """Inspect an installation, plan the kernel shapes a DSpark config needs, report what is
-    missing and how to fix it. Exit 0 healthy, 1 problems, 2 no verdict / bad usage."""
-    from dsparkctl.doctor import DoctorOptions, run_doctor
+    """Inspect an installation and plan the kernel shapes a DSpark config needs.
 
-    spec = speculative_algorithm
-    if spec is not None and spec.upper() in {"NONE", "OFF", ""}:
-        spec = ""
-    opts = DoctorOptions(
+    Reports what is missing and the exact fix. Exit 0 healthy, 1 problems, 2 no verdict or
+    bad usage.
+    """
+    from dsparkctl.doctor import run_doctor
+
+    opts = po.doctor_options(
         python=python, site_packages=site_packages, model=model, from_cmdline=from_cmdline,
         tp=tp, dp=dp, enable_dp_attention=enable_dp_attention, gamma=gamma,
-        speculative_algorithm=spec, cuda_graph_max_bs=cuda_graph_max_bs,
+        speculative_algorithm=speculative_algorithm, cuda_graph_max_bs=cuda_graph_max_bs,
         max_running_requests=max_running_requests,
         disable_cuda_graph_padding=disable_cuda_graph_padding, sglang_version=sglang_version,
         flashinfer_version=flashinfer_version, do_import=do_import,

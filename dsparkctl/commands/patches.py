@@ -55,8 +55,9 @@ def _parse_pairs(raw: list[str]) -> list[list[int]] | None:
     return out
 
 
-def _finish(action: str, findings: list[Finding], as_json: bool, **sections: Any) -> None:
-    doc = envelope("patches", findings, action=action, **sections)
+def _finish(action: str, findings: list[Finding], as_json: bool, *, command: str = "patches",
+            **sections: Any) -> None:
+    doc = envelope(command, findings, action=action, **sections)
     if as_json:
         emit_json(doc)
     else:
@@ -253,17 +254,34 @@ def revert_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print only JSON."),
 ) -> None:
     """Put back the original files byte for byte (files changed since are left alone)."""
+    target = _any_target(python, site_packages, None)
+    if patch is not None:
+        from dsparkctl.patching import read_state
+
+        applied = read_state(target).get("patches", {}) if target.state_dir.is_dir() else {}
+        if patch not in applied:
+            fail_usage(f"patch {patch} is not applied in {target.site} "
+                       f"(applied: {', '.join(applied) or 'none'})")
+    findings, results = revert_findings(target, patch, dry_run=dry_run)
+    if dry_run and not as_json:
+        sys.stdout.write("".join(r.diff for r in results))
+    if not as_json and not results:
+        err_console.print(f"nothing to revert in {target.site}")
+    _finish("revert", findings, as_json, target=_target_json(target),
+            patches=[r.to_json() for r in results])
+
+
+def revert_findings(target: Any, patch: str | None, *, dry_run: bool
+                    ) -> tuple[list[Finding], list[Any]]:
+    """Revert (or plan to) and say what happened: shared by ``patches revert`` and
+    ``install-kernels --revert``."""
     from dsparkctl.patching import PatchError, revert
 
-    target = _any_target(python, site_packages, None)
-    findings: list[Finding] = []
     try:
         results = revert(target, patch, dry_run=dry_run)
     except PatchError as exc:
-        if "is not applied" in str(exc):
-            fail_usage(str(exc))
-        _finish("revert", [_error_finding(exc, patch)], as_json, target=_target_json(target),
-                patches=[])
+        return [_error_finding(exc, patch)], []
+    findings: list[Finding] = []
     if not results:
         findings.append(Finding(id="patch-none", severity=Severity.INFO,
                                 title=f"no dsparkctl patches are applied in {target.site}"))
@@ -276,12 +294,7 @@ def revert_cmd(
             findings.append(Finding(id="patch-left-alone", severity=Severity.WARNING,
                                     title=f"{r.patch_id}: {left}",
                                     fix="reinstall the package if it should be stock"))
-    if dry_run and not as_json:
-        sys.stdout.write("".join(r.diff for r in results))
-    if not as_json and not results:
-        err_console.print(f"nothing to revert in {target.site}")
-    _finish("revert", findings, as_json, target=_target_json(target),
-            patches=[r.to_json() for r in results])
+    return findings, results
 
 
 def register(app: typer.Typer) -> None:

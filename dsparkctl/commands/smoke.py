@@ -37,6 +37,7 @@ from typing import Any
 
 import typer
 
+from dsparkctl.commands import plan_options as po
 from dsparkctl.errors import NoVerdictError, UsageError
 from dsparkctl.findings import EXIT_CODES, Finding, Severity, envelope
 from dsparkctl.output import console, emit_json, err_console, fail_usage
@@ -183,17 +184,44 @@ def smoke(
                                        show_default=False),
     kernel: str | None = typer.Option(None, "--kernel", help="Kernel-level checks: flashinfer, "
                                       "bundled or both (default: what the stack uses)."),
+    python: str | None = po.PYTHON,
+    site_packages: Path | None = po.SITE_PACKAGES,
+    model: str | None = po.MODEL,
+    from_cmdline: str | None = po.FROM_CMDLINE,
+    tp: int | None = po.TP,
+    dp: int | None = po.DP,
+    enable_dp_attention: bool | None = po.DP_ATTENTION,
+    gamma: int | None = po.GAMMA,
+    speculative_algorithm: str | None = po.SPECULATIVE,
+    cuda_graph_max_bs: int | None = po.CUDA_GRAPH_MAX_BS,
+    max_running_requests: int | None = po.MAX_RUNNING,
+    disable_cuda_graph_padding: bool | None = po.NO_PADDING,
+    sglang_version: str | None = po.SGLANG_VERSION,
     as_json: bool = typer.Option(False, "--json", help="Print only JSON."),
 ) -> None:
     """Prove a deployment works: kernel checks on a GPU host, long greedy generations against
     a server (--endpoint). Exit 0 healthy, 1 problems, 2 no verdict / bad usage."""
+    plan_opts = po.doctor_options(
+        python=python, site_packages=site_packages, model=model, from_cmdline=from_cmdline,
+        tp=tp, dp=dp, enable_dp_attention=enable_dp_attention, gamma=gamma,
+        speculative_algorithm=speculative_algorithm, cuda_graph_max_bs=cuda_graph_max_bs,
+        max_running_requests=max_running_requests,
+        disable_cuda_graph_padding=disable_cuda_graph_padding, sglang_version=sglang_version,
+        flashinfer_version=None)
+
+    def plan_factory() -> Any:
+        from dsparkctl.doctor import run_doctor
+
+        return run_doctor(plan_opts).plan
+
     try:
         doc = run_smoke(long=long, endpoint=endpoint, baseline=baseline,
                         baseline_file=baseline_file, save_baseline=save_baseline,
                         prompts=prompts, max_new_tokens=max_new_tokens,
                         concurrency=concurrency, min_accept_length=min_accept_length,
                         timeout=timeout, retries=retries, strict_baseline=strict_baseline,
-                        api_key=api_key, kernel=kernel, show_progress=not as_json)
+                        api_key=api_key, kernel=kernel, show_progress=not as_json,
+                        plan_factory=plan_factory)
     except UsageError as exc:
         fail_usage(str(exc))
     if doc.get("no_target"):

@@ -1,0 +1,149 @@
+"""install-kernels on CPU: arch resolution, dry runs, routing seen by doctor, revert.
+
+The kernel itself cannot be built without a CUDA torch; tests/test_install_gpu.py builds it on
+the H200. Here the manifest names a stand-in library file (a synthetic case: the hash check and
+the routing decisions are what is under test, not the binary).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dsparkctl import install
+from dsparkctl.errors import UsageError
+from dsparkctl.patching import STATE_DIR
+from dsparkctl.routing import PATCH_STATE_DIR
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dsparkctl", *args], capture_output=True,
+                          text=True, timeout=300)
+
+
+def tree_hash(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()}
+
+
+@pytest.mark.parametrize(("text", "arch"), [("9.0", "sm_90a"), ("9.0a", "sm_90a"),
+                                             ("sm_90a", "sm_90a"), ("12.0", "sm_120a"),
+                                             ("120a", "sm_120a"), ("sm_121a", "sm_121a"),
+                                             ("12.1", "sm_121a")])
+def test_normalize_arch(text: str, arch: str) -> None:
+    assert install.normalize_arch(text) == arch
+
+
+@pytest.mark.parametrize("bad", ["8.0", "sm_75", "hopper", "13.0"])
+def test_normalize_arch_rejects(bad: str) -> None:
+    with pytest.raises(UsageError, match="ships for"):
+        install.normalize_arch(bad)
+
+
+def test_arch_from_gpus() -> None:
+    assert install.arch_from_gpus(["12.0", "12.0"]) == "sm_120a"
+    for ccs, msg in (([], "no NVIDIA GPU"), (["8.9"], "not one"), (["12.0", "9.0"], "several")):
+        with pytest.raises(UsageError, match=msg):
+            install.arch_from_gpus(ccs)
+
+
+def test_build_key_tracks_every_input() -> None:
+    t = install.TorchInfo("2.11.0+cu130", "13.0", ("/i",), ("/l",), True)
+    base = install.build_key("src", "sm_120a", t)
+    assert base == install.build_key("src", "sm_120a", t)
+    others = {install.build_key("src2", "sm_120a", t), install.build_key("src", "sm_90a", t),
+              install.build_key("src", "sm_120a", install.TorchInfo("2.12.0", "13.0", (), (), True)),
+              install.build_key("src", "sm_120a", install.TorchInfo("2.11.0+cu130", "12.9", (), (), True))}
+    assert base not in others and len(others) == 4
+
+
+def test_state_dir_constant_matches_engine() -> None:
+    assert PATCH_STATE_DIR == STATE_DIR
+
+
+def test_dry_run_without_gpu_explains_and_exits_0() -> None:
+    res = run("install-kernels", "--dry-run")
+    assert res.returncode == 0, res.stderr
+    out = res.stdout + res.stderr
+    assert "--arch" in out and "would" in out
+
+
+def test_real_install_without_gpu_is_a_usage_error() -> None:
+    res = run("install-kernels")
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "--arch" in res.stderr
+
+
+@pytest.fixture()
+def sglang_site(tmp_path: Path, wheels) -> Path:
+    return wheels.site_packages(tmp_path / "site", [("sglang", "0.5.17"),
+                                                    ("flashinfer-python", "0.6.15.post1")],
+                                copy=True, only=["sglang", "flashinfer"])
+
+
+def test_dry_run_shows_the_diff_and_changes_nothing(sglang_site: Path) -> None:
+    before = tree_hash(sglang_site)
+    res = run("install-kernels", "--dry-run", "--arch", "12.0", "--site-packages", str(sglang_site))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "+++" in res.stdout and "_dsparkctl_route" in res.stdout
+    assert tree_hash(sglang_site) == before
+
+
+def _fake_install(tmp_path: Path) -> Path:
+    lib = tmp_path / "prefix" / "k" / "dsparkctl_sparse_mla_sm_120a.so"
+    lib.parent.mkdir(parents=True)
+    lib.write_bytes(b"stand-in library")
+    manifest = lib.parent / install.MANIFEST
+    manifest.write_text(json.dumps({"schema": 1, "arch": "sm_120a", "key": "k",
+                                    "library": lib.name,
+                                    "library_sha256": hashlib.sha256(lib.read_bytes()).hexdigest(),
+                                    "files": [{"path": lib.name,
+                                               "sha256": hashlib.sha256(lib.read_bytes()).hexdigest()}]}))
+    return manifest
+
+
+def doctor_ids(site: Path) -> tuple[int, set[str], dict]:
+    res = run("doctor", "--site-packages", str(site), "--tp", "2", "--gamma", "5", "--json")
+    doc = json.loads(res.stdout)
+    return res.returncode, {f["id"] for f in doc["findings"]}, doc
+
+
+def test_doctor_sees_routing_drift_and_revert(sglang_site: Path, tmp_path: Path) -> None:
+    before = tree_hash(sglang_site)
+    code, ids, _ = doctor_ids(sglang_site)
+    assert code == 1 and "plan-missing-kernel" in ids
+
+    manifest = _fake_install(tmp_path)
+    res = run("patches", "apply", "--site-packages", str(sglang_site), "--kernel-manifest",
+              str(manifest), "--json")
+    assert res.returncode == 0, res.stdout + res.stderr
+    code, ids, doc = doctor_ids(sglang_site)
+    assert "plan-routed-to-bundled" in ids and "plan-missing-kernel" not in ids, ids
+    assert doc["routing"]["active"] is True and doc["routing"]["kernel"]["intact"] is True
+
+    # the library changed under the manifest: the routed shapes would fail at start-up
+    lib = manifest.parent / "dsparkctl_sparse_mla_sm_120a.so"
+    lib.write_bytes(b"other bytes")
+    code, ids, _ = doctor_ids(sglang_site)
+    assert "routing-kernel-missing" in ids and "plan-missing-kernel" in ids and code == 1
+    lib.write_bytes(b"stand-in library")
+
+    # pip reinstalled sglang: the hook is gone
+    hooked = sglang_site / "sglang/kernels/ops/attention/flash_mla_sm120.py"
+    original = (Path(__import__("realwheels").unpacked("sglang", "0.5.17"))
+                / "sglang/kernels/ops/attention/flash_mla_sm120.py").read_bytes()
+    patched = hooked.read_bytes()
+    hooked.write_bytes(original)
+    code, ids, _ = doctor_ids(sglang_site)
+    assert "routing-drift" in ids and "plan-missing-kernel" in ids and code == 1
+    hooked.write_bytes(patched)
+
+    res = run("install-kernels", "--revert", "--site-packages", str(sglang_site), "--json")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert tree_hash(sglang_site) == before
+    assert not (sglang_site / STATE_DIR).exists()
