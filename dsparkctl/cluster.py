@@ -24,6 +24,14 @@ CRITICAL_PACKAGES = frozenset({
 })
 
 
+# Launcher variables that differ by design from rank to rank (never skew).
+PER_RANK_ENV = frozenset({
+    "RANK", "LOCAL_RANK", "GROUP_RANK", "ROLE_RANK", "NODE_RANK", "SLURM_PROCID",
+    "SLURM_LOCALID", "SLURM_NODEID", "CUDA_VISIBLE_DEVICES", "TORCHELASTIC_RUN_ID",
+    "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK",
+})
+
+
 @dataclass(frozen=True)
 class SkewKey:
     id: str
@@ -95,7 +103,7 @@ def skew_findings(reports: Sequence[dict[str, Any]]) -> list[Finding]:
                 f"package-{name}", f"{name} version", sev,
                 f"Install one {name} version on every node (pip install '{name}==<version>').",
                 by_value))
-    env_names = sorted({n for r in reports for n in (r.get("env") or {})})
+    env_names = sorted({n for r in reports for n in (r.get("env") or {})} - PER_RANK_ENV)
     for name in env_names:
         by_value = _values_by_rank(reports, lambda r, n=name: (r.get("env") or {}).get(n))
         if len(by_value) > 1:

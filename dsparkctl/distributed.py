@@ -116,6 +116,7 @@ def run_cluster(
     local_report: Callable[[DistEnv], dict[str, Any]],
     *, tp: int | None = None, timeout_s: float = 60.0, sizes: Sequence[int] = DEFAULT_SIZES,
     iters: int = 5, backend: str | None = None, environ: dict[str, str] | None = None,
+    collectives: bool = True,
 ) -> tuple[DistEnv, list[dict[str, Any]] | None, list[Finding]]:
     """Run on every rank; rank 0 gets every report (or a finding for each one that never came)."""
     import torch
@@ -140,7 +141,9 @@ def run_cluster(
     mine = next(i for i, g in enumerate(groups) if de.rank in g)
     hang_rank = os.environ.get(FAULT_HANG_ENV)
     error = None
-    if hang_rank is not None and int(hang_rank) == de.rank:
+    if not collectives:
+        done, rows = True, None
+    elif hang_rank is not None and int(hang_rank) == de.rank:
         done, rows = False, None  # fault injection: behave as a wedged peer
         time.sleep(timeout_s + 1)
     else:
@@ -150,8 +153,9 @@ def run_cluster(
                                         sizes, iters), timeout_s)
         except Exception as exc:  # the backend's own timeout fired first
             done, rows, error = False, None, f"{type(exc).__name__}: {exc}"[:500]
-    report["allreduce"] = {"group": groups[mine], "completed": done, "results": rows or [],
-                           "error": error}
+    if collectives:
+        report["allreduce"] = {"group": groups[mine], "completed": done, "results": rows or [],
+                               "error": error}
 
     store.set(f"dsparkctl/report/{de.rank}", json.dumps(report, default=str))
     if de.rank != 0:

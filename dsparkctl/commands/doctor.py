@@ -71,31 +71,11 @@ def doctor(
 
 
 def _cluster(opts: DoctorOptions, timeout: float, as_json: bool) -> None:
-    """Every rank runs doctor on itself; rank 0 merges. Exits the process (a wedged
-    collective thread must not keep the tool alive)."""
-    import os
-    import sys
-
-    from dsparkctl import cluster, distributed
+    from dsparkctl.commands.cluster_mode import run_cluster_command
     from dsparkctl.doctor import run_doctor
 
-    def local(de: distributed.DistEnv) -> dict:
-        return run_doctor(opts).to_json()
-
-    _, reports, findings = distributed.run_cluster(local, tp=opts.tp, timeout_s=timeout)
-    code = 0
-    if reports is not None:
-        doc = cluster.merge(reports, extra_findings=findings)
-        if as_json:
-            emit_json(doc)
-        else:
-            from dsparkctl.report import render_cluster
-
-            render_cluster(doc, console)
-        code = EXIT_CODES[doc["verdict"]]
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    run_cluster_command(lambda _de: run_doctor(opts).to_json(), command="doctor", tp=opts.tp,
+                        timeout=timeout, as_json=as_json)
 
 
 def register(app: typer.Typer) -> None:

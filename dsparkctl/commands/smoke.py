@@ -197,6 +197,10 @@ def smoke(
     max_running_requests: int | None = po.MAX_RUNNING,
     disable_cuda_graph_padding: bool | None = po.NO_PADDING,
     sglang_version: str | None = po.SGLANG_VERSION,
+    cluster: bool = typer.Option(False, "--cluster", help="Run on every rank under "
+                                 "torchrun/srun (each on its own GPU); rank 0 aggregates."),
+    cluster_timeout: float = typer.Option(600.0, "--cluster-timeout", help="Cluster mode: "
+                                          "seconds rank 0 waits for each rank's report."),
     as_json: bool = typer.Option(False, "--json", help="Print only JSON."),
 ) -> None:
     """Prove a deployment works: kernel checks on a GPU host, long greedy generations against
@@ -214,14 +218,22 @@ def smoke(
 
         return run_doctor(plan_opts).plan
 
+    def run(show_progress: bool) -> dict[str, Any]:
+        return run_smoke(long=long, endpoint=endpoint, baseline=baseline,
+                         baseline_file=baseline_file, save_baseline=save_baseline,
+                         prompts=prompts, max_new_tokens=max_new_tokens,
+                         concurrency=concurrency, min_accept_length=min_accept_length,
+                         timeout=timeout, retries=retries, strict_baseline=strict_baseline,
+                         api_key=api_key, kernel=kernel, show_progress=show_progress,
+                         plan_factory=plan_factory)
+
     try:
-        doc = run_smoke(long=long, endpoint=endpoint, baseline=baseline,
-                        baseline_file=baseline_file, save_baseline=save_baseline,
-                        prompts=prompts, max_new_tokens=max_new_tokens,
-                        concurrency=concurrency, min_accept_length=min_accept_length,
-                        timeout=timeout, retries=retries, strict_baseline=strict_baseline,
-                        api_key=api_key, kernel=kernel, show_progress=not as_json,
-                        plan_factory=plan_factory)
+        if cluster:
+            from dsparkctl.commands.cluster_mode import run_cluster_command
+
+            run_cluster_command(lambda _de: run(False), command="smoke", tp=tp,
+                                timeout=cluster_timeout, as_json=as_json, collectives=False)
+        doc = run(not as_json)
     except UsageError as exc:
         fail_usage(str(exc))
     if doc.get("no_target"):
