@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Every GPU check of the project in one device call (H200; also any SM120/SM121 box).
+# Run from a snapshot of the repository; writes logs and JSON under $OUT (default ./gpu-out).
+#   bench/gpu_suite.sh [quick]
+# Needs: python3 with CUDA torch, nvcc; wheels for SGLang's import-time packages in .dev/whl
+# (see README, "GPU verification") and the test wheel cache in .dev/wheelcache when offline.
+set -u
+OUT=${OUT:-$PWD/gpu-out}; mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+ROOT=$PWD
+if ls .dev/whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .dev/whl/*.whl || exit 3
+  export PYTHONPATH=/tmp/site:$ROOT
+else
+  export PYTHONPATH=$ROOT
+fi
+[ -d .dev/wheelcache ] && export DSPARKCTL_WHEEL_CACHE=$ROOT/.dev/wheelcache
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$OUT/device.txt" 2>&1
+python3 -c 'import torch; print("torch", torch.__version__, torch.version.cuda)' >> "$OUT/device.txt"
+date -u +%FT%TZ >> "$OUT/device.txt"
+step() { echo "== $1"; shift; local t0=$(date +%s); "$@"; local rc=$?; echo "   rc=$rc $(( $(date +%s) - t0 ))s"; return $rc; }
+
+# 1. build + install through the product command (also the build cache for the tests)
+step install python3 -m dsparkctl install-kernels --no-route --prefix /tmp/dsp-prefix --json \
+  > "$OUT/install.json" 2> "$OUT/install.err"
+SO=$(python3 -c "import json;print(json.load(open('$OUT/install.json'))['build']['library'])")
+export DSPARKCTL_KERNEL_SO=$SO
+echo "kernel: $SO"
+
+# 2. product commands on this GPU
+step smoke python3 -m dsparkctl smoke --kernel bundled --json --tp 4 > "$OUT/smoke_tp4.json" 2> "$OUT/smoke_tp4.err"
+step smoke-long python3 -m dsparkctl smoke --kernel bundled --long --json > "$OUT/smoke_long.json" 2> "$OUT/smoke_long.err"
+step cluster-doctor torchrun --nproc-per-node 1 -m dsparkctl doctor --cluster --json --timeout 60 \
+  > "$OUT/cluster_doctor.json" 2> "$OUT/cluster_doctor.err"
+step cluster-smoke torchrun --nproc-per-node 1 -m dsparkctl smoke --cluster --kernel bundled --json \
+  > "$OUT/cluster_smoke.json" 2> "$OUT/cluster_smoke.err"
+
+# 3. GPU tests (the kernel's own file is run by bench/kernel_device_run.sh)
+[ "${1:-}" = quick ] && exit 0
+step gpu-tests python3 -m pytest -q -rA -p no:cacheprovider -m gpu tests/test_kernel_smoke_gpu.py \
+  tests/test_route_gpu.py tests/test_install_gpu.py > "$OUT/gpu_tests.log" 2>&1
+tail -5 "$OUT/gpu_tests.log"
