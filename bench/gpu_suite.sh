@@ -27,16 +27,20 @@ SO=$(python3 -c "import json;print(json.load(open('$OUT/install.json'))['build']
 export DSPARKCTL_KERNEL_SO=$SO
 echo "kernel: $SO"
 
-# 2. product commands on this GPU
-step smoke python3 -m dsparkctl smoke --kernel bundled --json --tp 4 > "$OUT/smoke_tp4.json" 2> "$OUT/smoke_tp4.err"
-step smoke-long python3 -m dsparkctl smoke --kernel bundled --long --json > "$OUT/smoke_long.json" 2> "$OUT/smoke_long.err"
+# 2. cluster mode with NCCL (world size 1 here; torchrun --nproc-per-node N on a multi-GPU box)
 step cluster-doctor torchrun --nproc-per-node 1 -m dsparkctl doctor --cluster --json --timeout 60 \
   > "$OUT/cluster_doctor.json" 2> "$OUT/cluster_doctor.err"
+
+# 3. the product's smoke on this GPU (DeepSeek-V4-Flash preset, TP 4 plan)
+step smoke python3 -m dsparkctl smoke --kernel bundled --json --tp 4 > "$OUT/smoke_tp4.json" 2> "$OUT/smoke_tp4.err"
+[ "${1:-}" = quick ] && exit 0
+
+# 4. GPU tests (the kernel's own file is run by bench/kernel_device_run.sh)
+step gpu-tests python3 -m pytest -q -rA -s -p no:cacheprovider -m gpu tests/test_route_gpu.py \
+  tests/test_install_gpu.py tests/test_kernel_smoke_gpu.py > "$OUT/gpu_tests.log" 2>&1
+tail -5 "$OUT/gpu_tests.log"
+
+# 5. long kernel-level smoke and smoke in cluster mode
+step smoke-long python3 -m dsparkctl smoke --kernel bundled --long --json > "$OUT/smoke_long.json" 2> "$OUT/smoke_long.err"
 step cluster-smoke torchrun --nproc-per-node 1 -m dsparkctl smoke --cluster --kernel bundled --json \
   > "$OUT/cluster_smoke.json" 2> "$OUT/cluster_smoke.err"
-
-# 3. GPU tests (the kernel's own file is run by bench/kernel_device_run.sh)
-[ "${1:-}" = quick ] && exit 0
-step gpu-tests python3 -m pytest -q -rA -p no:cacheprovider -m gpu tests/test_kernel_smoke_gpu.py \
-  tests/test_route_gpu.py tests/test_install_gpu.py > "$OUT/gpu_tests.log" 2>&1
-tail -5 "$OUT/gpu_tests.log"
