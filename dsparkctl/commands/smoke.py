@@ -218,6 +218,9 @@ def smoke(
 
         return run_doctor(plan_opts).plan
 
+    if kernel is None:
+        kernel = _routed_kernel(plan_opts)
+
     def run(show_progress: bool) -> dict[str, Any]:
         return run_smoke(long=long, endpoint=endpoint, baseline=baseline,
                          baseline_file=baseline_file, save_baseline=save_baseline,
@@ -245,6 +248,21 @@ def smoke(
     else:
         render_smoke(doc)
     raise typer.Exit(EXIT_CODES[doc["verdict"]])
+
+
+def _routed_kernel(plan_opts: Any) -> str | None:
+    """With every DSV4 decode call routed to the bundled kernel, that is the kernel the
+    stack uses; otherwise keep the kernel checks' own default."""
+    from dsparkctl import probe
+    from dsparkctl.routing import routing_state
+
+    try:
+        target = probe.probe_target(plan_opts.python, plan_opts.site_packages)
+    except UsageError:
+        return None
+    where = target.files.get("sglang")
+    state = routing_state(Path(where).parent) if where else None
+    return "bundled" if state and state["active"] and state["mode"] == "all" else None
 
 
 def run_smoke(*, long: bool, endpoint: str | None, baseline: str | None,
