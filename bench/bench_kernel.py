@@ -194,6 +194,7 @@ def main() -> int:
     ap.add_argument("--md", type=Path, required=True)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-ref", action="store_true", help="skip timing the torch reference")
+    ap.add_argument("--sweep", action="store_true", help="also time each shape with the layout forced (large / small smem)")
     args = ap.parse_args()
 
     so = ops.load()
@@ -247,8 +248,19 @@ def main() -> int:
             row["speedup_vs_triton"] = row["triton_us"] / row["ours_us"]
         if not args.no_ref:
             row["ref_us"] = eager_time(lambda s: reference.sparse_mla_decode_ref(sm_scale=scale, **s), sets) * 1e6
+        if args.sweep:
+            # which tile layout the automatic choice should take: both timed in this run
+            for name, cfg in (("large", ops.CONFIG_LARGE_SMEM), ("small", ops.CONFIG_SMALL_SMEM)):
+                try:
+                    row[f"{name}_us"] = graph_time(lambda s, c=cfg: ops.sparse_mla_decode_cfg(sm_scale=scale, config=c, **s), sets) * 1e6
+                except RuntimeError as exc:  # layout does not fit this GPU
+                    row[f"{name}_us"] = float("nan")
+                    row[f"{name}_error"] = str(exc).splitlines()[0]
         rows.append(row)
         print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()}), flush=True)
+        # partial results survive a run cut off by its time limit
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"meta": {"partial": True}, "rows": rows}, indent=1) + "\n")
 
     meta = {
         "device": dev,
@@ -290,6 +302,19 @@ def render_md(meta: dict, rows: list[dict]) -> str:
             f"{r.get('ref_us', float('nan')):.0f} | {r['roofline_us']:.1f} | {r['pct_roofline']:.0f} | "
             f"{r['eff_bw_gbs']:.0f} | {r['tflops']:.0f} | {'yes' if r['ok'] else 'NO'} |"
         )
+    if any("large_us" in r for r in rows):
+        lines += [
+            "",
+            "Layout sweep (same graphs, layout forced, automatic split count): us per call",
+            "",
+            "| kind | H | extra | T | auto | large smem | small smem |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for r in rows:
+            lines.append(
+                f"| {r['kind']} | {r['H']} | {r['extra']} | {r['T']} | {r['ours_us']:.1f} | "
+                f"{r.get('large_us', float('nan')):.1f} | {r.get('small_us', float('nan')):.1f} |"
+            )
     return "\n".join(lines) + "\n"
 
 

@@ -244,8 +244,18 @@ __device__ __forceinline__ float out_factor(bool empty, float l, float lse_nat, 
 }
 
 // ---------------------------------------------------------------- main kernel
+// Blocks per SM the SMALL layout is compiled for. Hopper has 228 KB of shared memory per SM,
+// room for two SMALL CTAs (~90 KB each) if registers allow it (<= 128 per thread), and two
+// CTAs per SM overlap one CTA's barriers and load waits with the other's mma phases.
+// SM120/SM121 have ~100 KB per SM: one CTA, so no register cap there.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1000
+#define DSPARKCTL_SMALL_MIN_BLOCKS 2
+#else
+#define DSPARKCTL_SMALL_MIN_BLOCKS 1
+#endif
+
 template <int MT, int BN, int VEC>
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCKS : 1)
     sparse_mla_decode_kernel(const SparseMlaParams p, int num_splits, int head_blocks) {
   using C = Cfg<MT, BN>;
   using TileT = Tile<BN, VEC>;
@@ -267,15 +277,56 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int h0 = (blockIdx.x - t * head_blocks) * C::M;
   const int split = blockIdx.y;
 
+  // Static split of the *full* tile range (from topk alone), clipped below to the valid
+  // tiles: the first tile's position is then known before the lengths arrive, so its slot
+  // ids, the lengths and Q are all in flight at once (one DRAM round trip instead of three
+  // before the first KV copy can start).
+  const int ntf_m = (p.main.topk + BN - 1) / BN;
+  const int ntf = ntf_m + (p.extra.topk + BN - 1) / BN;
+  const int sb = int((int64_t(ntf) * split) / num_splits);
+  const int se = int((int64_t(ntf) * (split + 1)) / num_splits);
+
+  // Q rows -> registers (stored to smem below, after the id loads are issued).
+  constexpr int QN = C::M * (kD / 8) / kThreads;
+  const __nv_bfloat16* qt = reinterpret_cast<const __nv_bfloat16*>(p.q) + int64_t(t) * p.q_stride_t;
+  uint4 qv[QN];
+#pragma unroll
+  for (int i = 0; i < QN; ++i) {
+    const int k = tid + i * kThreads;
+    const int r = k / (kD / 8);
+    const int ch = k - r * (kD / 8);
+    qv[i] = make_uint4(0, 0, 0, 0);
+    if (h0 + r < p.H) qv[i] = __ldg(reinterpret_cast<const uint4*>(qt + int64_t(h0 + r) * p.q_stride_h) + ch);
+  }
+  // Speculative raw ids of full tiles sb and sb+1 (bounded by topk: always inside the tensor).
+  int32_t spec[2] = {-1, -1};
+  if (tid < BN) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int f = sb + r;
+      if (f < se) {
+        const SparseMlaCache& c = f < ntf_m ? p.main : p.extra;
+        const int pos = (f < ntf_m ? f : f - ntf_m) * BN + tid;
+        if (pos < c.topk) spec[r] = __ldg(c.indices + int64_t(t) * c.indices_stride + pos);
+      }
+    }
+  }
+
   const int len_m = clamp_len(p.main.lengths, p.main.lengths_stride, t, p.main.topk);
   const int len_e =
       p.extra.topk > 0 ? clamp_len(p.extra.lengths, p.extra.lengths_stride, t, p.extra.topk) : 0;
   const int nt_m = (len_m + BN - 1) / BN;
-  const int nt = nt_m + (len_e + BN - 1) / BN;
-  const int tile_begin = int((int64_t(nt) * split) / num_splits);
-  const int tile_end = int((int64_t(nt) * (split + 1)) / num_splits);
+  const int nt_e = (len_e + BN - 1) / BN;
+  // full tile index -> number of valid tiles before it (valid tiles: main [0, nt_m), extra
+  // [ntf_m, ntf_m + nt_e)); monotone, so the splits still cover every valid tile once.
+  auto valid_before = [&](int f) {
+    const int fe = f - ntf_m;
+    return (f < nt_m ? f : nt_m) + (fe < 0 ? 0 : (fe < nt_e ? fe : nt_e));
+  };
+  const int tile_begin = valid_before(sb);
+  const int tile_end = valid_before(se);
 
-  // Candidate tile `it` -> (cache, first position, valid length).
+  // Valid tile `it` -> (cache, first position, valid length).
   auto tile_src = [&](int it, const SparseMlaCache*& c, int& pos0, int& len) {
     if (it < nt_m) {
       c = &p.main; pos0 = it * BN; len = len_m;
@@ -283,7 +334,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       c = &p.extra; pos0 = (it - nt_m) * BN; len = len_e;
     }
   };
-  // Slot ids of the first two tiles (later tiles' ids are loaded two tiles ahead).
+  // Slot ids of the first two tiles (later tiles' ids are loaded two tiles ahead); the
+  // speculative loads are used when the valid tile is the full tile they were made for.
   if (tid < BN) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
@@ -291,23 +343,20 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (it < tile_end) {
         const SparseMlaCache* c; int pos0, len;
         tile_src(it, c, pos0, len);
-        sIdx[(it & 1) * BN + tid] = validate_id(*c, load_id(*c, t, pos0 + tid, len));
+        const int f = it < nt_m ? it : ntf_m + (it - nt_m);
+        const int32_t raw = f == sb + r ? (pos0 + tid < len ? spec[r] : -1) : load_id(*c, t, pos0 + tid, len);
+        sIdx[(it & 1) * BN + tid] = validate_id(*c, raw);
       }
     }
   }
 
-  // Q -> smem (rows past H are zero); fully unrolled so all loads are in flight at once.
-  {
-    const __nv_bfloat16* qt = reinterpret_cast<const __nv_bfloat16*>(p.q) + int64_t(t) * p.q_stride_t;
+  // Q -> smem (rows past H are zero).
 #pragma unroll
-    for (int i = 0; i < C::M * (kD / 8) / kThreads; ++i) {
-      const int k = tid + i * kThreads;
-      const int r = k / (kD / 8);
-      const int ch = k - r * (kD / 8);
-      uint4 v = make_uint4(0, 0, 0, 0);
-      if (h0 + r < p.H) v = __ldg(reinterpret_cast<const uint4*>(qt + int64_t(h0 + r) * p.q_stride_h) + ch);
-      *reinterpret_cast<uint4*>(sQ + r * kSRow + ch * 8) = v;
-    }
+  for (int i = 0; i < QN; ++i) {
+    const int k = tid + i * kThreads;
+    const int r = k / (kD / 8);
+    const int ch = k - r * (kD / 8);
+    *reinterpret_cast<uint4*>(sQ + r * kSRow + ch * 8) = qv[i];
   }
 
   const float scale_log2 = p.sm_scale * kLog2e;
@@ -364,15 +413,29 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int cn = nw * (C::NTW * 8);
     if (s_active) {
       const __nv_bfloat16* qa = sQ + (rm + (lane & 15)) * kSRow + (lane >> 4) * 8;
+      if constexpr (C::NTW == 1) {
+        // One n-tile per warp: two accumulators over even / odd k-steps, so consecutive
+        // mma.sync do not wait on each other (a single chain exposes the full mma latency).
+        float sodd[4] = {0.f, 0.f, 0.f, 0.f};
+        const __nv_bfloat16* kb = sKV + (cn + (lane & 7)) * kSRow + ((lane >> 3) & 1) * 8;
+#pragma unroll 4
+        for (int k2 = 0; k2 < kD / 32; ++k2) {
+          uint32_t a0[4], a1[4], b0[2], b1[2];
+          ldsm_x4(a0, qa + k2 * 32);
+          ldsm_x2(b0, kb + k2 * 32);
+          ldsm_x4(a1, qa + k2 * 32 + 16);
+          ldsm_x2(b1, kb + k2 * 32 + 16);
+          mma_bf16(sacc[0], a0, b0[0], b0[1]);
+          mma_bf16(sodd, a1, b1[0], b1[1]);
+        }
+#pragma unroll
+        for (int c = 0; c < 4; ++c) sacc[0][c] += sodd[c];
+      } else {
 #pragma unroll 4
       for (int kk = 0; kk < kD / 16; ++kk) {
         uint32_t a[4];
         ldsm_x4(a, qa + kk * 16);
-        if constexpr (C::NTW == 1) {
-          uint32_t b[2];
-          ldsm_x2(b, sKV + (cn + (lane & 7)) * kSRow + kk * 16 + ((lane >> 3) & 1) * 8);
-          mma_bf16(sacc[0], a, b[0], b[1]);
-        } else {
+        {
 #pragma unroll
           for (int pr = 0; pr < C::NTW / 2; ++pr) {
             uint32_t b[4];
@@ -382,6 +445,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             mma_bf16(sacc[2 * pr + 1], a, b[2], b[3]);
           }
         }
+      }
       }
       // scale (base 2), mask, row max
       float rmax[2] = {-INFINITY, -INFINITY};
@@ -535,24 +599,40 @@ __global__ void __launch_bounds__(kThreads, 1)
 }
 
 // ---------------------------------------------------------------- split combine
-// One block of 128 threads per (token, head); each thread owns 4 of the 512 dims.
+// One block of 128 threads per (token, head); each thread owns 4 of the 512 dims. The split
+// lse values are loaded by one thread each (all in flight at once) and shared through smem;
+// the partials are then read in batches of 8 independent loads, so the combine costs a few
+// L2 round trips instead of one per split.
 __global__ void __launch_bounds__(128) sparse_mla_combine_kernel(const SparseMlaParams p, int num_splits) {
+  __shared__ float sL[kMaxSplits];
   const int64_t th = blockIdx.x;
   const int h = int(th % p.H);
   const float* lse_s = p.ws_lse + th * num_splits;
+  if (threadIdx.x < num_splits) sL[threadIdx.x] = lse_s[threadIdx.x];
+  __syncthreads();
   float mx = -INFINITY;
-  for (int s = 0; s < num_splits; ++s) mx = fmaxf(mx, lse_s[s]);
+  for (int s = 0; s < num_splits; ++s) mx = fmaxf(mx, sL[s]);
   const bool empty = mx == -INFINITY;
   float L = 0.f;
   float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
   if (!empty) {
-    for (int s = 0; s < num_splits; ++s) {
-      const float ls = lse_s[s];
-      if (ls == -INFINITY) continue;  // empty split: weight 0, partial never read
-      const float w = exp2f(ls - mx);
-      L += w;
-      const float4 v = *reinterpret_cast<const float4*>(p.ws_out + (th * num_splits + s) * kD + threadIdx.x * 4);
-      acc.x += w * v.x; acc.y += w * v.y; acc.z += w * v.z; acc.w += w * v.w;
+    const float* src = p.ws_out + th * num_splits * kD + threadIdx.x * 4;
+    for (int s0 = 0; s0 < num_splits; s0 += 8) {
+      float4 v[8];
+      float w[8];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const int s = s0 + j;
+        const float ls = s < num_splits ? sL[s] : -INFINITY;
+        // empty split (or past the end): weight 0 and its partial is never read
+        w[j] = ls == -INFINITY ? 0.f : exp2f(ls - mx);
+        v[j] = w[j] != 0.f ? *reinterpret_cast<const float4*>(src + int64_t(s) * kD) : make_float4(0.f, 0.f, 0.f, 0.f);
+      }
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        L += w[j];
+        acc.x += w[j] * v[j].x; acc.y += w[j] * v[j].y; acc.z += w[j] * v[j].z; acc.w += w[j] * v[j].w;
+      }
     }
   }
   const float lse_nat = empty ? -INFINITY : (mx + log2f(L)) * kLn2;
@@ -589,9 +669,10 @@ int heads_per_cta(int config, int H) {
   return H <= 16 ? 16 : 32;
 }
 
+// The kernel for a layout, with its dynamic shared memory limit raised once per device
+// (needed both to launch it and for the occupancy query of the plan).
 template <int MT, int BN, int VEC>
-cudaError_t launch_main(const SparseMlaParams& p, const SparseMlaPlan& plan, int head_blocks,
-                        cudaStream_t stream) {
+cudaError_t prepared_kernel(void (**out)(const SparseMlaParams, int, int)) {
   using C = Cfg<MT, BN>;
   auto kernel = sparse_mla_decode_kernel<MT, BN, VEC>;
   static bool attr_set[kMaxDevices] = {};
@@ -604,9 +685,47 @@ cudaError_t launch_main(const SparseMlaParams& p, const SparseMlaPlan& plan, int
     if (e != cudaSuccess) return e;
     attr_set[device] = true;
   }
+  *out = kernel;
+  return cudaSuccess;
+}
+
+template <int MT, int BN, int VEC>
+cudaError_t launch_main(const SparseMlaParams& p, const SparseMlaPlan& plan, int head_blocks,
+                        cudaStream_t stream) {
+  using C = Cfg<MT, BN>;
+  void (*kernel)(const SparseMlaParams, int, int) = nullptr;
+  cudaError_t e = prepared_kernel<MT, BN, VEC>(&kernel);
+  if (e != cudaSuccess) return e;
   dim3 grid(unsigned(int64_t(p.T) * head_blocks), unsigned(plan.num_splits));
   kernel<<<grid, kThreads, C::SMEM, stream>>>(p, plan.num_splits, head_blocks);
   return cudaGetLastError();
+}
+
+// CTAs of one layout that fit on an SM at once (registers, shared memory), from the
+// occupancy calculator; cached per device. Host-only query: safe during graph capture.
+template <int MT, int BN>
+int blocks_per_sm(int device) {
+  static int cache[kMaxDevices] = {};
+  if (cache[device] == 0) {
+    void (*kernel)(const SparseMlaParams, int, int) = nullptr;
+    int n = 0;
+    if (prepared_kernel<MT, BN, 16>(&kernel) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kThreads, Cfg<MT, BN>::SMEM) != cudaSuccess) {
+      cudaGetLastError();  // clear a sticky-free error from the query; fall back to 1
+      n = 1;
+    }
+    cache[device] = n < 1 ? 1 : (n > 2 ? 2 : n);
+  }
+  return cache[device];
+}
+
+int plan_blocks_per_sm(int device, int config, int heads) {
+  if (config == kConfigLarge) {
+    if (heads == 16) return blocks_per_sm<1, 64>(device);
+    if (heads == 32) return blocks_per_sm<2, 64>(device);
+    return blocks_per_sm<4, 64>(device);
+  }
+  return heads == 16 ? blocks_per_sm<1, 32>(device) : blocks_per_sm<2, 32>(device);
 }
 
 template <int VEC>
@@ -658,9 +777,9 @@ cudaError_t sparse_mla_decode_plan(int device, int T, int H, int topk, int extra
   }
   const int tiles = (topk + plan->tile_n - 1) / plan->tile_n + (extra_topk + plan->tile_n - 1) / plan->tile_n;
   const int64_t ctas = int64_t(T) * head_blocks;
-  // One CTA per SM fits (registers and shared memory); fill one wave, never start a
-  // partial second one (a 2-wave grid with a thin second wave measured slower than 1 wave).
-  const int64_t target = d.sms;
+  // Fill one wave of co-resident CTAs (1 per SM for LARGE, 2 for SMALL on Hopper), never
+  // start a partial second one (a 2-wave grid with a thin second wave measured slower).
+  const int64_t target = int64_t(d.sms) * plan_blocks_per_sm(device, config, plan->heads_per_cta);
   int splits = 1;
   if (ctas > 0 && ctas < target) {
     splits = int(target / ctas);

@@ -202,6 +202,22 @@ def test_forced_splits_including_empty_ones(splits: int, config: int) -> None:
     _check(args, out, lse)
 
 
+@pytest.mark.parametrize("splits", [3, 5, 13, 0])
+@pytest.mark.parametrize("config", [ops.CONFIG_LARGE_SMEM, ops.CONFIG_SMALL_SMEM])
+def test_short_lengths_under_long_topk_split(splits: int, config: int) -> None:
+    """Splits are cut over the full tile range of topk and clipped to each row's valid
+    tiles, and the first tiles' ids are loaded before the lengths arrive: rows whose valid
+    length ends at, just before and just after a tile boundary, or far below topk, with an
+    extra cache behind an invalid tail, must still see every valid candidate exactly once."""
+    t = 12
+    args = _inputs(Case(t=t, h=40, topk=1024, pbs=64, extra=(200, 64), sink=False, seed=31 + splits))
+    args["topk_length"] = torch.tensor([0, 1, 31, 32, 33, 63, 64, 65, 100, 1023, 1024, 7], device="cuda", dtype=torch.int32)
+    args["extra_topk_length"] = torch.tensor([5, 0, 200, 64, 63, 1, 199, 0, 128, 33, 200, 250], device="cuda", dtype=torch.int32)
+    out, lse = ops.sparse_mla_decode_cfg(config=config, num_splits=splits, **args)
+    assert not torch.isnan(out).any()
+    _check(args, out, lse)
+
+
 @pytest.mark.parametrize("pbs", [1, 3])
 def test_unaligned_page_stride_uses_narrow_loads(pbs: int) -> None:
     # 584 * odd pbs is not a multiple of 16: the 8-byte load path must serve it.
