@@ -270,6 +270,11 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   uint8_t* sRaw = smem + C::OFF_RAW;
   uint8_t* sScale = smem + C::OFF_SCALE;  // [2][BN * 8], by tile parity
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Let the split combine (launched with programmatic stream serialization) be scheduled
+  // now; it waits in griddepcontrol.wait until this whole grid has finished and flushed.
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
   const int lane = tid & 31;
@@ -605,6 +610,11 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
 // L2 round trips instead of one per split.
 __global__ void __launch_bounds__(128) sparse_mla_combine_kernel(const SparseMlaParams p, int num_splits) {
   __shared__ float sL[kMaxSplits];
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Programmatic dependent launch: this grid may start before the main kernel ends; wait
+  // here until it has completed and its partials are visible (no-op without PDL).
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
   const int64_t th = blockIdx.x;
   const int h = int(th % p.H);
   const float* lse_s = p.ws_lse + th * num_splits;
@@ -759,12 +769,20 @@ cudaError_t sparse_mla_decode_plan(int device, int T, int H, int topk, int extra
     return cudaErrorInvalidValue;
   const DeviceInfo& d = device_info(device);
   if (config == kConfigAuto) {
-    // Large tiles (64 heads x 64 candidates) need the big shared memory of Hopper-class
-    // parts and pay off once the grid has enough (token, head-block) pairs; few-token calls
-    // run faster as more, smaller CTAs (measured on the H200: T=1 at 64 heads 40 vs 68 us).
+    // Chosen from the layout sweep on the H200 (kernels/NOTES.md, v4): SMALL (32 candidates,
+    // <= 32 heads per CTA, 2 CTAs per SM on Hopper) wins when its grid gives every CTA a
+    // single tile (latency-bound calls: T = 1, DSpark drafts) and always at <= 16 heads;
+    // LARGE (64 candidates, up to 64 heads sharing each gathered tile) wins as soon as CTAs
+    // hold several tiles. SM120/SM121 only fit SMALL.
     const bool fits_large = d.smem_optin >= Cfg<4, 64>::SMEM;
-    const int64_t pairs_large = int64_t(T) * ((H + 63) / 64);
-    config = fits_large && pairs_large * 4 >= d.sms ? kConfigLarge : kConfigSmall;
+    config = kConfigSmall;
+    if (fits_large && H > 16) {
+      const int tiles_s = (topk + 31) / 32 + (extra_topk + 31) / 32;
+      const int64_t ctas_s = int64_t(T) * ((H + 31) / 32);
+      const int64_t target_s = int64_t(d.sms) * plan_blocks_per_sm(device, kConfigSmall, 32);
+      const bool one_tile_small = ctas_s > 0 && target_s / ctas_s >= tiles_s;
+      if (!(one_tile_small && (H > 32 || T == 1))) config = kConfigLarge;
+    }
   }
   if (config != kConfigLarge && config != kConfigSmall) return cudaErrorInvalidValue;
   plan->config = config;
@@ -802,7 +820,20 @@ cudaError_t sparse_mla_decode_launch(const SparseMlaParams& p, const SparseMlaPl
   cudaError_t e = vec16 ? dispatch<16>(p, plan, head_blocks, stream)
                         : dispatch<8>(p, plan, head_blocks, stream);
   if (e != cudaSuccess || plan.num_splits == 1) return e;
-  sparse_mla_combine_kernel<<<unsigned(int64_t(p.T) * p.H), 128, 0, stream>>>(p, plan.num_splits);
+  // Programmatic dependent launch (sm_90+, captured into CUDA graphs as a programmatic
+  // edge): the combine's launch latency overlaps the main kernel's tail.
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(unsigned(int64_t(p.T) * p.H));
+  cfg.blockDim = dim3(128);
+  cfg.dynamicSmemBytes = 0;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  e = cudaLaunchKernelEx(&cfg, sparse_mla_combine_kernel, p, plan.num_splits);
+  if (e != cudaSuccess) return e;
   return cudaGetLastError();
 }
 

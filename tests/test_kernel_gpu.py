@@ -252,20 +252,26 @@ def test_all_invalid_and_nan_everywhere_else() -> None:
 
 
 def test_verify_path_equals_one_token_at_a_time() -> None:
-    """R requests x (gamma+1) tokens in one call == each row alone: bitwise with the same
-    split count; within FlashMLA tolerance with the automatic (T-dependent) split count."""
+    """R requests x (gamma+1) tokens in one call == each row alone: bitwise at the same tile
+    layout and split count (checked for both layouts); within FlashMLA tolerance, row by row,
+    with the automatic plan, whose layout and split count both depend on T (at this shape the
+    24-row call takes the LARGE layout and a one-row call the SMALL one)."""
     reqs, gamma = 4, 5
     args = _inputs(Case(t=reqs * (gamma + 1), h=64, topk=128, pbs=256, extra=(512, 64), sink=True, seed=29))
-    for splits in (1, 4):
-        out, lse = ops.sparse_mla_decode_cfg(num_splits=splits, **args)
+
+    def row(r: int) -> dict:
+        return {k: (v[r : r + 1] if k not in ("kv_cache", "extra_kv_cache", "attn_sink") and v is not None else v) for k, v in args.items()}
+
+    for config, splits in itertools.product((ops.CONFIG_LARGE_SMEM, ops.CONFIG_SMALL_SMEM), (1, 4)):
+        out, lse = ops.sparse_mla_decode_cfg(config=config, num_splits=splits, **args)
         for r in range(args["q"].shape[0]):
-            row = {k: (v[r : r + 1] if k not in ("kv_cache", "extra_kv_cache", "attn_sink") and v is not None else v) for k, v in args.items()}
-            o1, l1 = ops.sparse_mla_decode_cfg(num_splits=splits, **row)
-            assert torch.equal(o1[0], out[r]) and torch.equal(l1[0], lse[r]), (splits, r)
+            o1, l1 = ops.sparse_mla_decode_cfg(config=config, num_splits=splits, **row(r))
+            assert torch.equal(o1[0], out[r]) and torch.equal(l1[0], lse[r]), (config, splits, r)
     out, lse = ops.sparse_mla_decode(**args)
-    o1, l1 = ops.sparse_mla_decode(**{k: (v[:1] if k not in ("kv_cache", "extra_kv_cache", "attn_sink") and v is not None else v) for k, v in args.items()})
-    ok, stats = reference.within_flashmla_tolerance(o1[0], l1[0], out[0].double(), lse[0].double())
-    assert ok, stats
+    for r in range(args["q"].shape[0]):
+        o1, l1 = ops.sparse_mla_decode(**row(r))
+        ok, stats = reference.within_flashmla_tolerance(o1[0], l1[0], out[r].double(), lse[r].double())
+        assert ok, (r, stats)
 
 
 def test_cuda_graph_replay_matches_eager() -> None:
