@@ -15,32 +15,38 @@ else
   export PYTHONPATH=$ROOT
 fi
 [ -d .dev/wheelcache ] && export DSPARKCTL_WHEEL_CACHE=$ROOT/.dev/wheelcache
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$OUT/device.txt" 2>&1
-python3 -c 'import torch; print("torch", torch.__version__, torch.version.cuda)' >> "$OUT/device.txt"
-date -u +%FT%TZ >> "$OUT/device.txt"
-step() { echo "== $1"; shift; local t0=$(date +%s); "$@"; local rc=$?; echo "   rc=$rc $(( $(date +%s) - t0 ))s"; return $rc; }
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$OUT/suite.log" 2>&1
+python3 -c 'import torch; print("torch", torch.__version__, torch.version.cuda)' >> "$OUT/suite.log"
+date -u +%FT%TZ >> "$OUT/suite.log"
+LOG=$OUT/suite.log
+# step NAME OUTFILE CMD...: stdout to OUTFILE, stderr and timings to suite.log (8 files come back)
+step() {
+  local name=$1 out=$2; shift 2; local t0; t0=$(date +%s)
+  echo "== $name: $*" >> "$LOG"; "$@" > "$out" 2>> "$LOG"; local rc=$?
+  echo "   $name rc=$rc $(( $(date +%s) - t0 ))s" | tee -a "$LOG"; return $rc
+}
 
 # 1. build + install through the product command (also the build cache for the tests)
-step install python3 -m dsparkctl install-kernels --no-route --prefix /tmp/dsp-prefix --json \
-  > "$OUT/install.json" 2> "$OUT/install.err"
+step install "$OUT/install.json" python3 -m dsparkctl install-kernels --no-route \
+  --prefix /tmp/dsp-prefix --json
 SO=$(python3 -c "import json;print(json.load(open('$OUT/install.json'))['build']['library'])")
 export DSPARKCTL_KERNEL_SO=$SO
 echo "kernel: $SO"
 
 # 2. cluster mode with NCCL (world size 1 here; torchrun --nproc-per-node N on a multi-GPU box)
-step cluster-doctor torchrun --nproc-per-node 1 -m dsparkctl doctor --cluster --json --timeout 60 \
-  > "$OUT/cluster_doctor.json" 2> "$OUT/cluster_doctor.err"
+step cluster-doctor "$OUT/cluster_doctor.json" torchrun --nproc-per-node 1 -m dsparkctl doctor \
+  --cluster --json --timeout 60
 
 # 3. the product's smoke on this GPU (DeepSeek-V4-Flash preset, TP 4 plan)
-step smoke python3 -m dsparkctl smoke --kernel bundled --json --tp 4 > "$OUT/smoke_tp4.json" 2> "$OUT/smoke_tp4.err"
+step smoke "$OUT/smoke_tp4.json" python3 -m dsparkctl smoke --kernel bundled --json --tp 4
 [ "${1:-}" = quick ] && exit 0
 
 # 4. GPU tests (the kernel's own file is run by bench/kernel_device_run.sh)
-step gpu-tests python3 -m pytest -q -rA -s -p no:cacheprovider -m gpu tests/test_route_gpu.py \
-  tests/test_install_gpu.py tests/test_kernel_smoke_gpu.py > "$OUT/gpu_tests.log" 2>&1
+step gpu-tests "$OUT/gpu_tests.log" python3 -m pytest -q -rA -s -p no:cacheprovider -m gpu \
+  tests/test_route_gpu.py tests/test_install_gpu.py tests/test_kernel_smoke_gpu.py
 tail -5 "$OUT/gpu_tests.log"
 
 # 5. long kernel-level smoke and smoke in cluster mode
-step smoke-long python3 -m dsparkctl smoke --kernel bundled --long --json > "$OUT/smoke_long.json" 2> "$OUT/smoke_long.err"
-step cluster-smoke torchrun --nproc-per-node 1 -m dsparkctl smoke --cluster --kernel bundled --json \
-  > "$OUT/cluster_smoke.json" 2> "$OUT/cluster_smoke.err"
+step smoke-long "$OUT/smoke_long.json" python3 -m dsparkctl smoke --kernel bundled --long --json
+step cluster-smoke "$OUT/cluster_smoke.json" torchrun --nproc-per-node 1 -m dsparkctl smoke --cluster \
+  --kernel bundled --json

@@ -234,7 +234,7 @@ def smoke(
         if cluster:
             from dsparkctl.commands.cluster_mode import run_cluster_command
 
-            run_cluster_command(lambda _de: run(False), command="smoke", tp=tp,
+            run_cluster_command(lambda _de: _with_identity(run(False)), command="smoke", tp=tp,
                                 timeout=cluster_timeout, as_json=as_json, collectives=False)
         doc = run(not as_json)
     except UsageError as exc:
@@ -248,6 +248,18 @@ def smoke(
     else:
         render_smoke(doc)
     raise typer.Exit(EXIT_CODES[doc["verdict"]])
+
+
+def _with_identity(doc: dict[str, Any]) -> dict[str, Any]:
+    """A rank's smoke report also says which GPU and packages it ran on, so the cluster
+    merge can show them and find skew (static reads, milliseconds)."""
+    from dsparkctl import gpus, probe
+
+    report = gpus.probe_gpus()
+    doc.setdefault("gpus", [g.to_json() for g in report.gpus])
+    doc.setdefault("gpu_topology", report.to_json())
+    doc.setdefault("packages", dict(probe.probe_current().packages))
+    return doc
 
 
 def _routed_kernel(plan_opts: Any) -> str | None:
