@@ -12,6 +12,8 @@ import importlib
 import typer
 
 from dsparkctl import __version__
+from dsparkctl.errors import NoVerdictError
+from dsparkctl.output import fail_usage
 
 app = typer.Typer(
     name="dsparkctl",
@@ -44,4 +46,11 @@ for _name in _COMMAND_MODULES:
 
 
 def main() -> None:
-    app()
+    """Anything not already turned into a finding or a usage error still ends in one line."""
+    try:
+        app()
+    except NoVerdictError as exc:
+        fail_usage(str(exc))
+    except OSError as exc:
+        fail_usage(f"{exc.filename or 'I/O'}: {exc.strerror or exc}; check the path and its "
+                   "permissions")

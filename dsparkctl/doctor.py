@@ -73,13 +73,23 @@ class DoctorReport:
     judged: bool
     compat: list[dict[str, Any]] = field(default_factory=list)
     routing: dict[str, Any] | None = None
+    routed: Any = None
+
+    def _plan_json(self) -> dict[str, Any]:
+        """The plan, each call marked ``routed`` when dsparkctl's router serves it."""
+        plan = self.plan.to_json()
+        for call, obj in zip(self.plan.calls, plan["calls"], strict=True):
+            obj["routed"] = bool(self.routed and call.supported is False
+                                 and self.routed(call.num_heads, call.topk))
+        return plan
 
     @property
     def verdict(self) -> str:
         return verdict_of(self.findings, judged=self.judged)
 
     def to_json(self) -> dict[str, Any]:
-        fi: dict[str, Any] = {"version": self.flashinfer_version, "dsv4_decode": None}
+        fi: dict[str, Any] = {"version": self.flashinfer_version, "dsv4_decode": {
+            "kind": "unknown", "pairs": None, "any_topk": False, "source": "static"}}
         if self.support is not None:
             fi = self.support.to_json()
             fi["version"] = self.flashinfer_version
@@ -97,7 +107,7 @@ class DoctorReport:
             flashinfer=fi,
             sglang={"version": self.sglang_version, "flashinfer_pin": self.sglang_flashinfer_pin},
             model=self.model.to_json(),
-            plan=self.plan.to_json(),
+            plan=self._plan_json(),
             flashinfer_compat=self.compat,
             routing=self.routing,
         )
@@ -203,8 +213,8 @@ def run_doctor(opts: DoctorOptions) -> DoctorReport:
             flashinfer_dispatch.known_support,
         )
     routing = _routing(target)
-    findings.extend(_routing_findings(routing))
-    routed = (lambda h, k: h <= 128) if routing and routing["active"] else None
+    findings.extend(_routing_findings(routing, installed_fi))
+    routed = _routed_rule(target, routing)
     findings.extend(missing_kernel_findings(plan.calls, flashinfer_version=fi_version,
                                             upgrade_to=upgrade_to, routed=routed))
     findings.extend(prefill_error_findings(plan.calls, upgrade_to=upgrade_to))
@@ -214,6 +224,9 @@ def run_doctor(opts: DoctorOptions) -> DoctorReport:
     packages = dict(target.packages)
     if opts.flashinfer_version:
         packages["flashinfer-python"] = opts.flashinfer_version
+    if sglang_version and sglang_version != target.packages.get("sglang"):
+        packages["sglang"] = sglang_version  # what-if: judge the SGLang being planned for
+        pin = None  # the installed SGLang's pin says nothing about another release
     facts = pitfalls.Facts(
         packages=packages,
         env={k: v for k, v in opts.environ.items() if k in env},
@@ -250,7 +263,7 @@ def run_doctor(opts: DoctorOptions) -> DoctorReport:
         flashinfer_version=fi_version, support=support, flashinfer_files=files,
         sglang_version=sglang_version, sglang_flashinfer_pin=pin, model=model, serving=serving,
         plan=plan, findings=findings, judged=support is not None and support.kind != "unknown",
-        compat=compat, routing=routing,
+        compat=compat, routing=routing, routed=routed,
     )
 
 
@@ -261,11 +274,33 @@ def _routing(target: Any) -> dict[str, Any] | None:
     return routing_state(Path(where).parent) if where else None
 
 
-def _routing_findings(routing: dict[str, Any] | None) -> list[Finding]:
+def _routed_rule(target: Any, routing: dict[str, Any] | None) -> Any:
+    """The router's own decision per (heads, topk), or None when nothing is routed."""
+    if not routing or not routing["active"]:
+        return None
+    from dsparkctl.routing import router_rule
+
+    try:
+        rule = router_rule(Path(target.files["sglang"]).parent)
+    except Exception:  # an unloadable router routes nothing; _routing_findings says why
+        return None
+    return lambda h, k: h <= 128 and rule.routes(h, k)
+
+
+def _routing_findings(routing: dict[str, Any] | None,
+                      installed_fi: str | None) -> list[Finding]:
     """Routing that was installed but no longer holds is an error: the shapes it served fail."""
     if not routing:
         return []
     out = []
+    recorded = routing.get("recorded_flashinfer")
+    if routing["active"] and routing["mode"] == "missing" and recorded != installed_fi:
+        out.append(Finding(
+            "routing-flashinfer-drift", Severity.ERROR,
+            f"The router decides what to route from FlashInfer {recorded}'s table, but "
+            f"FlashInfer {installed_fi} is installed now: shapes it lacks may not be routed",
+            "Re-run `dsparkctl install-kernels` so the router records the installed FlashInfer "
+            "(or use --route all)."))
     for p in routing["applied"]:
         if not p["intact"]:
             changed = [f["path"] for f in p["files"] if f["state"] != "as-written"]

@@ -12,6 +12,7 @@ from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
@@ -25,5 +26,5 @@ def emit_json(obj: Any) -> None:
 
 def fail_usage(message: str, code: int = 2) -> NoReturn:
     """One clear line on stderr and the documented exit code; never a traceback."""
-    err_console.print(f"[bold red]error:[/bold red] {message}", soft_wrap=True)
+    err_console.print(Text.assemble(("error: ", "bold red"), message), soft_wrap=True)
     raise typer.Exit(code)

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -116,7 +117,7 @@ def render_doctor(doc: dict[str, Any], console: Console) -> None:
                 m.add_row(f"GPU{i}", *row)
             console.print(m)
     else:
-        console.print(f"[yellow]GPUs:[/yellow] {topo.get('note') or 'none found'}")
+        console.print(f"[yellow]GPUs:[/yellow] {escape(topo.get('note') or 'none found')}")
 
     p = Table(title="Packages (target environment)")
     p.add_column("package")
@@ -153,7 +154,7 @@ def render_doctor(doc: dict[str, Any], console: Console) -> None:
         )
     console.print(pt)
     for note in plan.get("notes", []):
-        console.print(f"[dim]note: {note}[/dim]")
+        console.print(f"[dim]note: {escape(note)}[/dim]")
     compat = doc.get("flashinfer_compat") or []
     if compat:
         ct = Table(title="This plan against each published FlashInfer (what if?)")
@@ -187,7 +188,7 @@ def render_findings(doc: dict[str, Any], console: Console) -> None:
         if f.get("fix"):
             console.print(Text.assemble(("  fix: ", "bold green"), f["fix"]), soft_wrap=True)
         for r in f.get("refs", []):
-            console.print(f"  [dim]ref: {r}[/dim]")
+            console.print(f"  [dim]ref: {escape(r)}[/dim]")
     verdict = doc.get("verdict", "unknown")
     console.print(Text(f"verdict: {verdict}", style=VERDICT_STYLE.get(verdict, "bold")))
 

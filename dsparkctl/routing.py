@@ -127,4 +127,20 @@ def routing_state(site: Path) -> dict[str, Any] | None:
                   and kernel["intact"])
     return {"applied": applied, "settings": settings, "settings_error": settings_error,
             "kernel": kernel, "active": active,
-            "mode": (settings or {}).get("mode") if active else None}
+            "mode": (settings or {}).get("mode") if active else None,
+            "recorded_flashinfer": ((settings or {}).get("flashinfer") or {}).get("version")}
+
+
+def router_rule(site: Path) -> Any:
+    """The installed router's own ``RouteConfig`` (its ``routes(heads, topk)`` is the rule the
+    server will apply), loaded from the file in ``site``: doctor must not guess the rule.
+    The module is standard-library only at import, so this stays cheap."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_dsparkctl_route_installed",
+                                                  site / ROUTER_MODULE)
+    if spec is None or spec.loader is None:
+        raise ValueError(f"{site / ROUTER_MODULE} cannot be loaded")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.load_config(site / ROUTER_SETTINGS)

@@ -125,8 +125,15 @@ class Endpoint:
 
 
 def parse_endpoint(url: str) -> Endpoint:
-    """``http://host:port[/prefix]``; a bare ``host:port`` means http. Bad input is a UsageError."""
+    """``http://host:port[/prefix]``; a bare ``host:port`` means http. Bad input is a UsageError.
+
+    Error messages echo the URL with credentials redacted: a key pasted into the URL must not
+    land in CI logs; a URL with ``user:pass@`` is refused (this client would drop it silently).
+    """
+    from dsparkctl.envvars import redact_value
+
     raw = url.strip()
+    shown = repr(redact_value(raw))
     if not raw:
         raise UsageError("--endpoint is empty; give the server's URL, e.g. http://10.0.0.5:30000")
     if "://" not in raw:
@@ -135,15 +142,18 @@ def parse_endpoint(url: str) -> Endpoint:
         parts = urllib.parse.urlsplit(raw)
         port = parts.port
     except ValueError as exc:
-        raise UsageError(f"cannot parse endpoint URL {url!r} ({exc}); "
+        raise UsageError(f"cannot parse endpoint URL {shown} ({exc}); "
                          f"expected e.g. http://10.0.0.5:30000") from None
     if parts.scheme not in ("http", "https"):
-        raise UsageError(f"endpoint URL {url!r} has scheme {parts.scheme!r}; "
+        raise UsageError(f"endpoint URL {shown} has scheme {parts.scheme!r}; "
                          f"SGLang serves http:// (or https:// behind a proxy)")
+    if parts.username or parts.password:
+        raise UsageError(f"endpoint URL {shown} carries credentials; pass the key with --api-key "
+                         f"or DSPARKCTL_SGLANG_API_KEY instead")
     if not parts.hostname:
-        raise UsageError(f"endpoint URL {url!r} has no host; expected e.g. http://10.0.0.5:30000")
+        raise UsageError(f"endpoint URL {shown} has no host; expected e.g. http://10.0.0.5:30000")
     if parts.query or parts.fragment:
-        raise UsageError(f"endpoint URL {url!r} has a query or fragment; give only "
+        raise UsageError(f"endpoint URL {shown} has a query or fragment; give only "
                          f"scheme://host:port[/prefix]")
     default_port = 443 if parts.scheme == "https" else 80
     return Endpoint(parts.scheme, parts.hostname, port or default_port, parts.path.rstrip("/"))

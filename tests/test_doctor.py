@@ -133,6 +133,7 @@ def test_human_report_has_sections(site) -> None:
         (("--from-cmdline", "sglang serve --tp-size 'four"), "launch line"),
         (("--python", "/nonexistent/python"), "/nonexistent/python"),
         (("--flashinfer-version", "9.9.9"), "9.9.9"),
+        (("--model", "/tmp/[/a]/config.json"), "[/a]"),  # rich markup in a message
     ],
 )
 def test_bad_input_is_one_clear_line(args: tuple[str, ...], needle: str, tmp_path: Path) -> None:
@@ -166,3 +167,11 @@ def test_default_path_imports_neither_torch_nor_flashinfer(site) -> None:
         f", '--site-packages', {str(site(FI_OLD, '0.5.17'))!r}", "")],
         capture_output=True, text=True, timeout=120)
     assert res.stderr.rsplit("IMPORTED:", 1)[1].strip() == ""
+
+
+def test_what_if_sglang_version_is_judged_too() -> None:
+    code, doc, out = doctor("--sglang-version", "0.5.23", "--flashinfer-version", FI_070, "--json")
+    assert code == 1, out
+    assert "sglang-iterates-envelope" in {f["id"] for f in doc["findings"]}
+    code, doc, _ = doctor("--sglang-version", "0.5.15", "--flashinfer-version", FI_0618, "--json")
+    assert "sglang-no-dspark" in {f["id"] for f in doc["findings"]} and code == 1

@@ -147,3 +147,27 @@ def test_doctor_sees_routing_drift_and_revert(sglang_site: Path, tmp_path: Path)
     assert res.returncode == 0, res.stdout + res.stderr
     assert tree_hash(sglang_site) == before
     assert not (sglang_site / STATE_DIR).exists()
+
+
+def test_router_records_flashinfer_and_doctor_sees_a_downgrade(tmp_path: Path, wheels) -> None:
+    """Routing decided from FlashInfer 0.6.18's table does not route (64, 192); after a
+    downgrade to 0.6.15.post1 that shape has no kernel at all: doctor must say so."""
+    import shutil
+
+    site = wheels.site_packages(tmp_path / "site", [("sglang", "0.5.17"),
+                                                    ("flashinfer-python", "0.6.18")],
+                                copy=True, only=["sglang", "flashinfer"])
+    res = run("patches", "apply", "--site-packages", str(site), "--kernel-manifest",
+              str(_fake_install(tmp_path)), "--json")
+    assert res.returncode == 0, res.stdout + res.stderr
+    code, ids, doc = doctor_ids(site)
+    assert code == 0 and doc["routing"]["active"], ids
+    assert not [c for c in doc["plan"]["calls"] if c["routed"]]  # 0.6.18 serves everything
+
+    shutil.rmtree(site / "flashinfer")
+    shutil.rmtree(site / "flashinfer_python-0.6.18.dist-info")
+    wheels.site_packages(site, [("flashinfer-python", "0.6.15.post1")], copy=True,
+                         only=["flashinfer"])
+    code, ids, doc = doctor_ids(site)
+    assert code == 1
+    assert "routing-flashinfer-drift" in ids and "plan-missing-kernel" in ids, ids

@@ -234,3 +234,15 @@ def test_request_and_response_match_real_sglang_0_5_23(wheels: object) -> None:
         assert client(srv.url).generate("x", max_new_tokens=8).completion_tokens == 8
     finally:
         srv.stop()
+
+
+def test_endpoint_errors_never_echo_credentials() -> None:
+    import pytest as _pytest
+
+    from dsparkctl.errors import UsageError
+    from dsparkctl.sglang_client import parse_endpoint
+
+    for url in ("http://h:1/?api_key=SECRET123", "http://user:SECRET123@h:1/"):
+        with _pytest.raises(UsageError) as exc:
+            parse_endpoint(url)
+        assert "SECRET123" not in str(exc.value)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 
 from dsparkctl.commands.patches import _error_finding, _finish, _target, revert_findings
 from dsparkctl.errors import UsageError
@@ -60,7 +61,7 @@ def install_kernels(
         fail_usage(f"--route {route!r}: use 'missing' or 'all'")
     if backend not in ("bundled", "flashinfer"):
         fail_usage(f"--backend {backend!r}: use 'bundled' or 'flashinfer'")
-    say = (lambda _m: None) if as_json else (lambda m: err_console.print(f"[cyan]•[/cyan] {m}"))
+    say = (lambda _m: None) if as_json else (lambda m: err_console.print(f"[cyan]•[/cyan] {escape(m)}"))
     findings: list[Finding] = []
     sections: dict[str, Any] = {"dry_run": dry_run}
 
@@ -104,7 +105,10 @@ def install_kernels(
     serving_python = str(python) if python else sys.executable
     try:
         if arch:
-            arch_n = install.normalize_arch(arch)
+            try:
+                arch_n = install.normalize_arch(arch)
+            except UsageError as exc:  # a wrong --arch is bad usage, dry run or not
+                fail_usage(str(exc))
         else:
             from dsparkctl.gpus import probe_gpus
 

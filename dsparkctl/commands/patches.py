@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 
 from dsparkctl.findings import EXIT_CODES, Finding, Severity, envelope
 from dsparkctl.output import console, emit_json, err_console, fail_usage
@@ -63,7 +64,7 @@ def _finish(action: str, findings: list[Finding], as_json: bool, *, command: str
     else:
         for f in doc["findings"]:
             style = {"error": "bold red", "warning": "yellow", "info": "green"}[f["severity"]]
-            console.print(f"[{style}]{f['severity']}[/{style}] {f['title']}", soft_wrap=True)
+            console.print(f"[{style}]{f['severity']}[/{style}] {escape(f['title'])}", soft_wrap=True)
             if f.get("detail"):
                 console.print(f"  {f['detail']}", soft_wrap=True, markup=False)
             if f.get("fix") and f["severity"] != "info":
@@ -266,7 +267,7 @@ def revert_cmd(
     if dry_run and not as_json:
         sys.stdout.write("".join(r.diff for r in results))
     if not as_json and not results:
-        err_console.print(f"nothing to revert in {target.site}")
+        err_console.print(f"nothing to revert in {target.site}", markup=False)
     _finish("revert", findings, as_json, target=_target_json(target),
             patches=[r.to_json() for r in results])
 

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 
 from dsparkctl.commands import plan_options as po
 from dsparkctl.errors import NoVerdictError, UsageError
@@ -416,7 +417,7 @@ def render_smoke(doc: dict[str, Any]) -> None:
             console.print(f"baseline {b['source']}: {b['compared']} compared, "
                           f"{b['diverged']} diverged")
     elif ep and ep.get("error"):
-        err_console.print(f"[yellow]server-level checks not run:[/yellow] {ep['error']['message']}")
+        err_console.print(f"[yellow]server-level checks not run:[/yellow] {escape(ep['error']['message'])}")
 
     findings = doc.get("findings", [])
     if findings:
@@ -430,7 +431,7 @@ def render_smoke(doc: dict[str, Any]) -> None:
         if f.get("fix"):
             console.print(Text.assemble(("  fix: ", "bold green"), f["fix"]), soft_wrap=True)
         for r in f.get("refs", []):
-            console.print(f"  [dim]ref: {r}[/dim]", soft_wrap=True)
+            console.print(f"  [dim]ref: {escape(r)}[/dim]", soft_wrap=True)
     verdict = doc.get("verdict", "unknown")
     console.print(Text(f"verdict: {verdict}", style=VERDICT_STYLE.get(verdict, "bold")))
 
