@@ -86,15 +86,8 @@ def install_kernels(
 
     if backend == "flashinfer":
         target = _target(python, site_packages, "flashinfer-python", None)
-        try:
-            res = patching.apply_patch(PAIRS_PATCH, target, None, force=force, dry_run=dry_run)
-        except (patching.PatchRefused, patching.PatchLocked, patching.NotWritable) as exc:
-            findings.append(_error_finding(exc, PAIRS_PATCH))
-            _finish("install", findings, as_json, command="install-kernels", **sections)
-        except patching.PatchError as exc:
-            fail_usage(str(exc))
-        if dry_run and not as_json:
-            sys.stdout.write(res.plan.diff_text())
+        res = _apply(PAIRS_PATCH, target, None, force=force, dry_run=dry_run, as_json=as_json,
+                     findings=findings, sections=sections)
         findings.append(Finding("install-flashinfer-pairs", Severity.INFO,
                                 f"{PAIRS_PATCH}: {res.message}",
                                 "The next server start rebuilds FlashInfer's sparse_mla_sm120 "
@@ -186,16 +179,8 @@ def install_kernels(
                               "manifest": str(manifest) if manifest else None,
                               "flashinfer_decode": routing.from_support(support) if support
                               else None}
-    try:
-        res = patching.apply_patch(ROUTE_PATCH, target, params, force=force, dry_run=dry_run)
-    except (patching.PatchRefused, patching.PatchLocked, patching.NotWritable) as exc:
-        findings.append(_error_finding(exc, ROUTE_PATCH))
-        _finish("install", findings, as_json, command="install-kernels", **sections)
-    except patching.PatchError as exc:
-        fail_usage(str(exc))
-    if dry_run and not as_json:
-        sys.stdout.write(res.plan.diff_text())
-        sys.stdout.flush()
+    res = _apply(ROUTE_PATCH, target, params, force=force, dry_run=dry_run, as_json=as_json,
+                 findings=findings, sections=sections)
     if res.forced:
         findings.append(Finding("patch-forced", Severity.WARNING,
                                 f"{ROUTE_PATCH}: FORCED past: " + " | ".join(res.plan.blockers),
@@ -205,6 +190,25 @@ def install_kernels(
                             "`dsparkctl install-kernels --revert` undoes it"))
     _finish("install", findings, as_json, command="install-kernels", patches=[res.to_json()],
             target={"site_packages": str(target.site)}, **sections)
+
+
+def _apply(patch_id: str, target: Any, params: dict[str, Any] | None, *, force: bool,
+           dry_run: bool, as_json: bool, findings: list[Finding], sections: dict[str, Any]) -> Any:
+    """Apply one patch; a refusal ends the command with its finding (exit 1), a target the
+    patch is not for ends it as bad usage (exit 2). A dry run prints the diff."""
+    from dsparkctl import patching
+
+    try:
+        res = patching.apply_patch(patch_id, target, params, force=force, dry_run=dry_run)
+    except (patching.PatchRefused, patching.PatchLocked, patching.NotWritable) as exc:
+        findings.append(_error_finding(exc, patch_id))
+        _finish("install", findings, as_json, command="install-kernels", **sections)
+    except patching.PatchError as exc:
+        fail_usage(str(exc))
+    if dry_run and not as_json:
+        sys.stdout.write(res.plan.diff_text())
+        sys.stdout.flush()
+    return res
 
 
 def register(app: typer.Typer) -> None:
