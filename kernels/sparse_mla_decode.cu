@@ -604,12 +604,23 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
 }
 
 // ---------------------------------------------------------------- split combine
-// One block of 128 threads per (token, head); each thread owns 4 of the 512 dims. The split
-// lse values are loaded by one thread each (all in flight at once) and shared through smem;
-// the partials are then read in batches of 8 independent loads, so the combine costs a few
-// L2 round trips instead of one per split.
-__global__ void __launch_bounds__(128) sparse_mla_combine_kernel(const SparseMlaParams p, int num_splits) {
+// One block of G x 128 threads per (token, head), G = ceil(splits / 8) capped at 4: a thread
+// owns 4 of the 512 dims for the splits s = g, g + G, g + 2G, ... of its group g, issues 8
+// independent 16-byte partial loads per batch, and the G group sums meet in smem. So up to
+// 32 splits cost one L2 round trip (v5: one per 8 splits, serially: 20 splits were 3 round
+// trips, 36 were 5), while calls with few splits keep v5's 128-thread blocks and occupancy
+// (large grids of (token, head) blocks are throughput-, not latency-bound).
+constexpr int kCombineMaxGroups = 4;
+constexpr int kCombineBatch = 8;
+
+int combine_groups(int num_splits) {
+  const int g = (num_splits + kCombineBatch - 1) / kCombineBatch;
+  return g < 1 ? 1 : (g > kCombineMaxGroups ? kCombineMaxGroups : g);
+}
+
+__global__ void __launch_bounds__(128 * kCombineMaxGroups, 1) sparse_mla_combine_kernel(const SparseMlaParams p, int num_splits) {
   __shared__ float sL[kMaxSplits];
+  __shared__ float4 sAcc[kCombineMaxGroups - 1][128];
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // Programmatic dependent launch: this grid may start before the main kernel ends; wait
   // here until it has completed and its partials are visible (no-op without PDL).
@@ -617,40 +628,57 @@ __global__ void __launch_bounds__(128) sparse_mla_combine_kernel(const SparseMla
 #endif
   const int64_t th = blockIdx.x;
   const int h = int(th % p.H);
+  const int G = int(blockDim.x >> 7);
+  const int g = threadIdx.x >> 7;
+  const int lt = threadIdx.x & 127;
   const float* lse_s = p.ws_lse + th * num_splits;
   if (threadIdx.x < num_splits) sL[threadIdx.x] = lse_s[threadIdx.x];
   __syncthreads();
   float mx = -INFINITY;
   for (int s = 0; s < num_splits; ++s) mx = fmaxf(mx, sL[s]);
   const bool empty = mx == -INFINITY;
-  float L = 0.f;
   float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
   if (!empty) {
-    const float* src = p.ws_out + th * num_splits * kD + threadIdx.x * 4;
-    for (int s0 = 0; s0 < num_splits; s0 += 8) {
-      float4 v[8];
-      float w[8];
+    const float* src = p.ws_out + th * num_splits * kD + lt * 4;
+    for (int s0 = g; s0 < num_splits; s0 += kCombineBatch * G) {
+      float4 v[kCombineBatch];
+      float w[kCombineBatch];
+      // Loads are unconditional (split index clamped into this row's range; the main
+      // kernel writes every split's partial, an empty split's as zeros) so none waits on
+      // a branch; an empty split, one past the end or an underflowed weight is skipped by
+      // the select below, never multiplied in (0 * inf would be NaN).
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const int s = s0 + j;
+      for (int j = 0; j < kCombineBatch; ++j) {
+        const int s = s0 + j * G;
         const float ls = s < num_splits ? sL[s] : -INFINITY;
-        // empty split (or past the end): weight 0 and its partial is never read
         w[j] = ls == -INFINITY ? 0.f : exp2f(ls - mx);
-        v[j] = w[j] != 0.f ? *reinterpret_cast<const float4*>(src + int64_t(s) * kD) : make_float4(0.f, 0.f, 0.f, 0.f);
+        const int sc = s < num_splits ? s : num_splits - 1;
+        v[j] = *reinterpret_cast<const float4*>(src + int64_t(sc) * kD);
       }
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        L += w[j];
-        acc.x += w[j] * v[j].x; acc.y += w[j] * v[j].y; acc.z += w[j] * v[j].z; acc.w += w[j] * v[j].w;
+      for (int j = 0; j < kCombineBatch; ++j) {
+        if (w[j] != 0.f) {
+          acc.x += w[j] * v[j].x; acc.y += w[j] * v[j].y; acc.z += w[j] * v[j].z; acc.w += w[j] * v[j].w;
+        }
       }
     }
   }
+  if (g > 0) sAcc[g - 1][lt] = acc;
+  __syncthreads();
+  if (g != 0) return;
+  for (int k = 0; k + 1 < G; ++k) {
+    const float4 a = sAcc[k][lt];
+    acc.x += a.x; acc.y += a.y; acc.z += a.z; acc.w += a.w;
+  }
+  float L = 0.f;
+  if (!empty)
+    for (int s = 0; s < num_splits; ++s) L += sL[s] == -INFINITY ? 0.f : exp2f(sL[s] - mx);
   const float lse_nat = empty ? -INFINITY : (mx + log2f(L)) * kLn2;
   float f = empty ? 0.f : 1.f / L;
   if (!empty && p.sink != nullptr) f *= 1.f / (1.f + expf(__ldg(p.sink + h) - lse_nat));
   uint2 packed = make_uint2(pack_bf16(acc.x * f, acc.y * f), pack_bf16(acc.z * f, acc.w * f));
-  *reinterpret_cast<uint2*>(reinterpret_cast<__nv_bfloat16*>(p.out) + th * kD + threadIdx.x * 4) = packed;
-  if (threadIdx.x == 0) p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
+  *reinterpret_cast<uint2*>(reinterpret_cast<__nv_bfloat16*>(p.out) + th * kD + lt * 4) = packed;
+  if (lt == 0) p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
 }
 
 // ---------------------------------------------------------------- host side
@@ -768,6 +796,22 @@ cudaError_t sparse_mla_decode_plan(int device, int T, int H, int topk, int extra
       topk < 1 || extra_topk < 0)
     return cudaErrorInvalidValue;
   const DeviceInfo& d = device_info(device);
+  bool heads16 = config == kConfigSmall16;
+  if (config == kConfigSmall16) config = kConfigSmall;
+  if (config == kConfigAuto && H > 16) {
+    // Latency-bound calls (T = 1, short drafts): when 16-head SMALL CTAs, one per SM, can
+    // each take a single tile, use them. A CTA's time at one tile grows with its heads (v5
+    // H200 numbers at T = 1, same grid: 16 heads 11.6 us, 32 heads 13.9 us; LARGE 32 -> 64
+    // heads +4 us): the Q load, both mma phases and the fp32 partial it writes all scale
+    // with M, while SMs stay idle. Bounded by the SM count, not SMs x occupancy: a second
+    // CTA on an SM shares its pipes and would not shorten the critical path.
+    const int tiles_s = (topk + 31) / 32 + (extra_topk + 31) / 32;
+    const int64_t ctas16 = int64_t(T) * ((H + 15) / 16);
+    if (ctas16 > 0 && ctas16 * tiles_s <= d.sms) {
+      config = kConfigSmall;
+      heads16 = true;
+    }
+  }
   if (config == kConfigAuto) {
     // Chosen from the layout sweep on the H200 (kernels/NOTES.md, v4): SMALL (32 candidates,
     // <= 32 heads per CTA, 2 CTAs per SM on Hopper) wins when its grid gives every CTA a
@@ -786,7 +830,7 @@ cudaError_t sparse_mla_decode_plan(int device, int T, int H, int topk, int extra
   }
   if (config != kConfigLarge && config != kConfigSmall) return cudaErrorInvalidValue;
   plan->config = config;
-  plan->heads_per_cta = heads_per_cta(config, H);
+  plan->heads_per_cta = heads16 ? 16 : heads_per_cta(config, H);
   plan->tile_n = config == kConfigLarge ? 64 : 32;
   const int head_blocks = (H + plan->heads_per_cta - 1) / plan->heads_per_cta;
   if (requested_splits > 0) {
@@ -824,7 +868,7 @@ cudaError_t sparse_mla_decode_launch(const SparseMlaParams& p, const SparseMlaPl
   // edge): the combine's launch latency overlaps the main kernel's tail.
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(unsigned(int64_t(p.T) * p.H));
-  cfg.blockDim = dim3(128);
+  cfg.blockDim = dim3(unsigned(128 * combine_groups(plan.num_splits)));
   cfg.dynamicSmemBytes = 0;
   cfg.stream = stream;
   cudaLaunchAttribute attr[1];

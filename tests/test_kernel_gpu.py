@@ -153,14 +153,32 @@ def test_axis_cases_cover_every_value() -> None:
 
 
 @pytest.mark.parametrize("case", AXIS_CASES, ids=lambda c: c.name)
-@pytest.mark.parametrize("config", [ops.CONFIG_AUTO, ops.CONFIG_SMALL_SMEM], ids=["auto", "small"])
+@pytest.mark.parametrize(
+    "config", [ops.CONFIG_AUTO, ops.CONFIG_SMALL_SMEM, ops.CONFIG_SMALL_SMEM_16], ids=["auto", "small", "small16"]
+)
 def test_matches_reference(case: Case, config: int) -> None:
+    if config == ops.CONFIG_SMALL_SMEM_16 and case.h <= 16:
+        pytest.skip("small16 == small at <= 16 heads")
     args = _inputs(case)
     if config == ops.CONFIG_AUTO:
         out, lse = ops.sparse_mla_decode(**args)
     else:
         out, lse = ops.sparse_mla_decode_cfg(config=config, **args)
     _check(args, out, lse)
+
+
+@pytest.mark.parametrize("heads", [24, 32, 64, 128])
+@pytest.mark.parametrize("extra", [(512, 64), (1024, 64)])
+def test_decode_t1_automatic_plan(heads: int, extra: tuple[int, int]) -> None:
+    """The bench's T = 1 decode shapes under the automatic plan (16-head CTAs where they fit
+    one per SM, else the v5 rule) and pinned to 16 heads per CTA: one tile per split, up to
+    36 splits, so the combine runs with 3 and 4 thread groups."""
+    args = _inputs(Case(t=1, h=heads, topk=128, pbs=256, extra=extra, sink=True, seed=61 + heads + extra[0]))
+    args["extra_topk_length"] = torch.full((1,), extra[0], device="cuda", dtype=torch.int32)
+    out, lse = ops.sparse_mla_decode(**args)
+    _check(args, out, lse)
+    out16, lse16 = ops.sparse_mla_decode_cfg(config=ops.CONFIG_SMALL_SMEM_16, **args)
+    _check(args, out16, lse16)
 
 
 def test_dspark_valid_length() -> None:
@@ -193,9 +211,11 @@ def test_lse_conventions(base2: bool, sink: bool) -> None:
         assert bool(torch.isneginf(lse[empty_row]).all())
 
 
-@pytest.mark.parametrize("splits", [1, 2, 7, 64])
-@pytest.mark.parametrize("config", [ops.CONFIG_LARGE_SMEM, ops.CONFIG_SMALL_SMEM])
+@pytest.mark.parametrize("splits", [1, 2, 7, 9, 20, 33, 64])
+@pytest.mark.parametrize("config", [ops.CONFIG_LARGE_SMEM, ops.CONFIG_SMALL_SMEM, ops.CONFIG_SMALL_SMEM_16])
 def test_forced_splits_including_empty_ones(splits: int, config: int) -> None:
+    """Split counts that give the combine 1, 2, 3 and 4 groups of 128 threads, one and two
+    load batches per group, and (6 tiles) many splits that are empty."""
     args = _inputs(Case(t=5, h=24, topk=128, pbs=64, extra=(64, 64), sink=True, seed=13 + splits))
     out, lse = ops.sparse_mla_decode_cfg(config=config, num_splits=splits, **args)
     assert not torch.isnan(out).any()
@@ -203,7 +223,7 @@ def test_forced_splits_including_empty_ones(splits: int, config: int) -> None:
 
 
 @pytest.mark.parametrize("splits", [3, 5, 13, 0])
-@pytest.mark.parametrize("config", [ops.CONFIG_LARGE_SMEM, ops.CONFIG_SMALL_SMEM])
+@pytest.mark.parametrize("config", [ops.CONFIG_LARGE_SMEM, ops.CONFIG_SMALL_SMEM, ops.CONFIG_SMALL_SMEM_16])
 def test_short_lengths_under_long_topk_split(splits: int, config: int) -> None:
     """Splits are cut over the full tile range of topk and clipped to each row's valid
     tiles, and the first tiles' ids are loaded before the lengths arrive: rows whose valid
@@ -262,7 +282,7 @@ def test_verify_path_equals_one_token_at_a_time() -> None:
     def row(r: int) -> dict:
         return {k: (v[r : r + 1] if k not in ("kv_cache", "extra_kv_cache", "attn_sink") and v is not None else v) for k, v in args.items()}
 
-    for config, splits in itertools.product((ops.CONFIG_LARGE_SMEM, ops.CONFIG_SMALL_SMEM), (1, 4)):
+    for config, splits in itertools.product((ops.CONFIG_LARGE_SMEM, ops.CONFIG_SMALL_SMEM, ops.CONFIG_SMALL_SMEM_16), (1, 4, 20)):
         out, lse = ops.sparse_mla_decode_cfg(config=config, num_splits=splits, **args)
         for r in range(args["q"].shape[0]):
             o1, l1 = ops.sparse_mla_decode_cfg(config=config, num_splits=splits, **row(r))
@@ -350,7 +370,9 @@ def test_sanitizer_subset(case: Case) -> None:
     """Small, diverse cases (OOB ids, NaN tails, both configs, splits, 8-byte path) that
     ``compute-sanitizer`` runs: ``pytest -k sanitizer_subset`` under memcheck/racecheck."""
     args = _inputs(case)
-    for config, splits in ((ops.CONFIG_AUTO, 0), (ops.CONFIG_SMALL_SMEM, 3), (ops.CONFIG_LARGE_SMEM, 1)):
+    for config, splits in (
+        (ops.CONFIG_AUTO, 0), (ops.CONFIG_SMALL_SMEM, 3), (ops.CONFIG_LARGE_SMEM, 1), (ops.CONFIG_SMALL_SMEM_16, 20),
+    ):  # fmt: skip
         out, lse = ops.sparse_mla_decode_cfg(config=config, num_splits=splits, **args)
         torch.cuda.synchronize()
         _check(args, out, lse)
