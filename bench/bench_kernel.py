@@ -173,7 +173,7 @@ def eager_time(fn, sets: list[dict], reps: int = 3) -> float:
     return statistics.median(times)
 
 
-def shapes(quick: bool) -> list[dict]:
+def shapes(quick: bool, short: bool = False) -> list[dict]:
     out = []
     for extra in (0, 512):
         for t in (5, 10, 25, 50):
@@ -184,6 +184,8 @@ def shapes(quick: bool) -> list[dict]:
                 out.append({"kind": "decode", "H": h, "topk": 128, "valid": 128, "extra": extra, "T": t})
     if quick:
         out = [s for s in out if s["kind"] == "dspark" or (s["H"] in (64, 128) and s["T"] in (1, 64))]
+    if short:  # the rows a combine / layout-rule change moves, for a device call of ~1 minute
+        out = [s for s in out if s["kind"] == "dspark" or s["T"] == 1]
     return out
 
 
@@ -193,6 +195,7 @@ def main() -> int:
     ap.add_argument("--json", type=Path, required=True)
     ap.add_argument("--md", type=Path, required=True)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--short", action="store_true", help="DSpark and T = 1 rows only, fewer replays, no torch reference timing")
     ap.add_argument("--no-ref", action="store_true", help="skip timing the torch reference")
     ap.add_argument("--sweep", action="store_true", help="also time each shape with the layout forced (large / small smem)")
     args = ap.parse_args()
@@ -205,12 +208,15 @@ def main() -> int:
     caches = Caches(main_tokens=1 << 19, extra_tokens=1 << 18)
     scale = 512**-0.5
     rows = []
-    for i, shape in enumerate(shapes(args.quick)):
+    replays = 3 if args.short else 7
+    if args.short:
+        args.no_ref = True
+    for i, shape in enumerate(shapes(args.quick, args.short)):
         probe = make_sets(shape, caches, 1, seed=10_000 + i)[0]
         nbytes, flops = call_bytes_flops(shape, probe)
-        n_sets = int(min(256, max(4, math.ceil(240e6 / nbytes))))
+        n_sets = int(min(64 if args.short else 256, max(4, math.ceil(240e6 / nbytes))))
         sets = make_sets(shape, caches, n_sets, seed=i)
-        ours = graph_time(lambda s: ops.sparse_mla_decode(sm_scale=scale, **s), sets)
+        ours = graph_time(lambda s: ops.sparse_mla_decode(sm_scale=scale, **s), sets, replays)
         # correctness of what we timed, against the fp32 reference
         o, lse = ops.sparse_mla_decode(sm_scale=scale, **sets[0])
         r_o, r_l = reference.sparse_mla_decode_ref(sm_scale=scale, **sets[0])

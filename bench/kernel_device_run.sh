@@ -2,15 +2,19 @@
 # One device call for the sparse-MLA kernel: build for the GPU at hand, run the GPU tests,
 # compute-sanitizer (memcheck + racecheck) on a small subset, then the benchmark.
 # Logs and results land in $OUT (the device tool's output folder) or ./kernel_run_out.
-#   usage: bash bench/kernel_device_run.sh [TRITON_PEER_PY] [--quick] [--skip-tests] [--sweep]
+#   usage: bash bench/kernel_device_run.sh [TRITON_PEER_PY] [--quick|--short] [--skip-tests] [--no-sanitizer] [--sweep]
+# --short (DSpark + T=1 rows, 3 replays) with --no-sanitizer fits build + tests + bench in ~90 s.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/kernel_run_out}
 mkdir -p "$OUT"
 PEER=${1:-}
-QUICK=""; SKIP_TESTS=""; SWEEP=""
+case "$PEER" in --*) PEER="";; esac
+QUICK=""; SKIP_TESTS=""; SWEEP=""; NO_SAN=""
 for a in "$@"; do
   [ "$a" = "--quick" ] && QUICK="--quick"
+  [ "$a" = "--short" ] && QUICK="--short"
+  [ "$a" = "--no-sanitizer" ] && NO_SAN=1
   [ "$a" = "--skip-tests" ] && SKIP_TESTS=1
   [ "$a" = "--sweep" ] && SWEEP=1
 done
@@ -28,8 +32,9 @@ if [ -z "$SKIP_TESTS" ]; then
   $PY -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider 2>&1 | tee "$OUT/gpu_tests.log" | grep -vE "^  File|^Thread|^Extension" | tail -40
   echo "gpu tests: $(( $(date +%s) - t0 )) s"
   t0=$(date +%s)
-  { echo "== memcheck"; compute-sanitizer --tool memcheck --leak-check no $PY -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider -k sanitizer_subset 2>&1 | tail -15;
+  [ -n "$NO_SAN" ] || { echo "== memcheck"; compute-sanitizer --tool memcheck --leak-check no $PY -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider -k sanitizer_subset 2>&1 | tail -15;
     echo "== racecheck"; compute-sanitizer --tool racecheck $PY -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider -k "sanitizer_subset and T2" 2>&1 | tail -15; } > "$OUT/sanitizer.log" 2>&1
+  [ -n "$NO_SAN" ] && echo "sanitizer: skipped (--no-sanitizer)" > "$OUT/sanitizer.log"
   cat "$OUT/sanitizer.log"
   echo "sanitizer: $(( $(date +%s) - t0 )) s"
 fi

@@ -195,6 +195,37 @@ def test_dspark_valid_length() -> None:
     _check(args, out, lse)
 
 
+@pytest.mark.parametrize("t", [5, 10, 25, 50])
+@pytest.mark.parametrize("extra", [None, (512, 64)])
+def test_dspark_bench_shapes_automatic_plan(t: int, extra: tuple[int, int] | None) -> None:
+    """The bench's DSpark rows (64 heads, topk 192, valid 133) under the automatic plan: they
+    span 2 to 26 splits over 320 to 3200 (token, head) rows, so the combine runs with its
+    4-load and 8-load batches, one and two groups, and two batches per group."""
+    args = _inputs(Case(t=t, h=64, topk=192, pbs=256, extra=extra, sink=True, seed=71 + t))
+    args["topk_length"] = torch.full((t,), 133, device="cuda", dtype=torch.int32)
+    out, lse = ops.sparse_mla_decode(**args)
+    assert not torch.isnan(out).any()
+    _check(args, out, lse)
+
+
+@pytest.mark.parametrize("splits", [3, 9, 17, 33])
+def test_combine_sum_order_independent_of_row_count(splits: int) -> None:
+    """A 40-token call (960 token-head rows) and its one-token calls at the same forced layout and split count are
+    equal bitwise, with some splits empty: the combine's thread groups may depend on the
+    row count (T x H), its summation order must not."""
+    args = _inputs(Case(t=40, h=24, topk=256, pbs=64, extra=(64, 64), sink=True, seed=83 + splits))
+
+    def row(r: int) -> dict:
+        return {k: (v[r : r + 1] if k not in ("kv_cache", "extra_kv_cache", "attn_sink") and v is not None else v) for k, v in args.items()}
+
+    out, lse = ops.sparse_mla_decode_cfg(config=ops.CONFIG_SMALL_SMEM, num_splits=splits, **args)
+    assert not torch.isnan(out).any()
+    _check(args, out, lse)
+    for r in range(args["q"].shape[0]):
+        o1, l1 = ops.sparse_mla_decode_cfg(config=ops.CONFIG_SMALL_SMEM, num_splits=splits, **row(r))
+        assert torch.equal(o1[0], out[r]) and torch.equal(l1[0], lse[r]), (splits, r)
+
+
 @pytest.mark.parametrize("base2", [False, True])
 @pytest.mark.parametrize("sink", [False, True])
 def test_lse_conventions(base2: bool, sink: bool) -> None:
