@@ -168,6 +168,9 @@ def render_doctor(doc: dict[str, Any], console: Console) -> None:
                        ", ".join(f"({h},{k})" for h, k in row["prefill_missing"]) or "-")
         console.print(ct)
 
+    routing = doc.get("routing")
+    if routing:
+        render_routing(routing, console)
     render_findings(doc, console)
 
 
@@ -229,3 +232,23 @@ def render_cluster(doc: dict[str, Any], console: Console) -> None:
                       f"{row.get('time_us', 0):.1f}", f"{bw:.2f}" if bw else "-")
         console.print(a)
     render_findings(doc, console)
+
+
+def render_routing(routing: dict[str, Any], console: Console) -> None:
+    """dsparkctl's routing in this environment: mode, the installed build, each patch's state."""
+    t = Table(show_header=False, box=None, pad_edge=False)
+    t.add_column(style="bold")
+    t.add_column(overflow="fold")
+    active = routing.get("active")
+    t.add_row("routing", Text("active", style="green") if active
+              else Text("not active", style="bold red"))
+    t.add_row("mode", str(routing.get("mode") or (routing.get("settings") or {}).get("mode")))
+    k = routing.get("kernel") or {}
+    t.add_row("kernel", f"{k.get('library') or '-'} ({k.get('arch') or '?'}, key {k.get('key') or '?'})"
+              + ("" if k.get("intact") else "  [missing or changed]"))
+    t.add_row("manifest", str(k.get("manifest") or "-"))
+    t.add_row("FlashInfer at install", str(routing.get("recorded_flashinfer") or "-"))
+    for p in routing.get("applied") or []:
+        state = "intact" if p.get("intact") else "CHANGED since apply"
+        t.add_row(f"patch {p['id']}", f"{p['distribution']} {p['version']}: {state}")
+    console.print(Panel(t, title="dsparkctl routing", expand=False), markup=False)

@@ -125,6 +125,9 @@ def test_doctor_sees_routing_drift_and_revert(sglang_site: Path, tmp_path: Path)
     code, ids, doc = doctor_ids(sglang_site)
     assert "plan-routed-to-bundled" in ids and "plan-missing-kernel" not in ids, ids
     assert doc["routing"]["active"] is True and doc["routing"]["kernel"]["intact"] is True
+    human = run("doctor", "--site-packages", str(sglang_site), "--tp", "2")
+    assert "dsparkctl routing" in human.stdout and "sglang-route-sm120" in human.stdout
+    assert "plan-routed-to-bundled" in human.stdout
 
     # the library changed under the manifest: the routed shapes would fail at start-up
     lib = manifest.parent / "dsparkctl_sparse_mla_sm_120a.so"
