@@ -42,6 +42,7 @@ from dsparkctl.commands import plan_options as po
 from dsparkctl.errors import NoVerdictError, UsageError
 from dsparkctl.findings import EXIT_CODES, Finding, Severity, envelope
 from dsparkctl.output import console, emit_json, err_console, fail_usage
+from dsparkctl.report import render_findings
 
 KERNEL_CHOICES = ("flashinfer", "bundled", "both")
 DEFAULT_LONG_TOKENS = 1000
@@ -377,7 +378,6 @@ def render_smoke(doc: dict[str, Any]) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from dsparkctl.report import SEV_STYLE, VERDICT_STYLE
 
     ep = doc.get("endpoint")
     if ep and ep.get("results"):
@@ -419,21 +419,49 @@ def render_smoke(doc: dict[str, Any]) -> None:
     elif ep and ep.get("error"):
         err_console.print(f"[yellow]server-level checks not run:[/yellow] {escape(ep['error']['message'])}")
 
-    findings = doc.get("findings", [])
-    if findings:
-        console.rule("Findings")
-    for f in findings:
-        sev = f["severity"]
-        console.print(Text.assemble((f"[{sev.upper()}] ", SEV_STYLE[sev]), (f["id"], "bold"),
-                                    f": {f['title']}"), soft_wrap=True)
-        if f.get("detail"):
-            console.print(Text(f["detail"], style="dim"), soft_wrap=True)
-        if f.get("fix"):
-            console.print(Text.assemble(("  fix: ", "bold green"), f["fix"]), soft_wrap=True)
-        for r in f.get("refs", []):
-            console.print(f"  [dim]ref: {escape(r)}[/dim]", soft_wrap=True)
-    verdict = doc.get("verdict", "unknown")
-    console.print(Text(f"verdict: {verdict}", style=VERDICT_STYLE.get(verdict, "bold")))
+    _render_kernel(doc.get("kernel") or {})
+    render_findings(doc, console)
+
+
+def _render_kernel(k: dict[str, Any]) -> None:
+    """Per shape: status, max error over the tolerance, graph-replay time; then the
+    verify-path and long checks in one line each."""
+    from rich.table import Table
+    from rich.text import Text
+
+    rows = k.get("rows") or []
+    if rows:
+        t = Table(title=f"Kernel checks ({', '.join(k.get('kernels') or [])}): eager and "
+                  "CUDA-graph replay vs the reference")
+        for col in ("kernel", "phase", "heads", "topk", "extra", "num_tokens", "status",
+                    "err/tol", "replay us"):
+            t.add_column(col, justify="right" if col not in ("kernel", "phase", "status")
+                         else "left")
+        for r in rows:
+            ok = r.get("status") == "ok"
+            ratio = r.get("max_err_over_tol")
+            t.add_row(str(r.get("kernel")), str(r.get("phase")), str(r.get("heads")),
+                      str(r.get("topk")), str(r.get("extra")), str(r.get("num_tokens")),
+                      Text(str(r.get("status")), style="green" if ok else "bold red"),
+                      f"{ratio:.2f}" if isinstance(ratio, float) else "-",
+                      f"{r['time_us']:.1f}" if isinstance(r.get("time_us"), float) else "-")
+        console.print(t)
+    cons = k.get("consistency") or []
+    if cons:
+        bad = [c for c in cons if c.get("status") != "ok"]
+        console.print(f"verify-path consistency: {len(cons) - len(bad)}/{len(cons)} ok"
+                      + (f", {sum(1 for c in cons if c.get('bitwise'))} bitwise" if cons else ""),
+                      markup=False)
+    for item in k.get("long") or []:
+        console.print(f"long simulation ({item.get('kernel')}): {item.get('steps')} steps, "
+                      f"{item.get('calls')} calls, max err/tol {item.get('max_ratio', 0):.2f}, "
+                      f"{'ok' if item.get('ok') else 'FAILED'}", markup=False)
+    for item in k.get("tiny_model") or []:
+        modes = ", ".join(f"{m.get('mode')} {m.get('tokens')} tokens"
+                          + (" DIVERGED" if m.get("divergence") else "")
+                          for m in item.get("modes") or [])
+        console.print(f"tiny model ({item.get('kernel')}): {modes}; "
+                      f"{'ok' if item.get('ok') else 'FAILED'}", markup=False)
 
 
 def register(app: typer.Typer) -> None:
