@@ -25,7 +25,6 @@ from dsparkctl.model_config import ModelConfig, load_model_config
 from dsparkctl.plan import Plan, ServingConfig, make_plan
 from dsparkctl.plan_findings import (
     compat_by_release,
-    first_covering_version,
     missing_kernel_findings,
     prefill_error_findings,
 )
@@ -205,13 +204,13 @@ def run_doctor(opts: DoctorOptions) -> DoctorReport:
     serving.validate(model)
     plan = make_plan(model, serving, support)
 
+    # The plan against every known release: the what-if table, and the smallest upgrade.
+    compat = compat_by_release(
+        flashinfer_dispatch.known_versions(), lambda s: make_plan(model, serving, s),
+        flashinfer_dispatch.known_support)
     upgrade_to = None
     if support is not None and any(c.supported is False for c in plan.calls):
-        upgrade_to = first_covering_version(
-            flashinfer_dispatch.known_versions(),
-            lambda s: make_plan(model, serving, s),
-            flashinfer_dispatch.known_support,
-        )
+        upgrade_to = next((str(r["version"]) for r in compat if r["served"]), None)
     routing = _routing(target)
     findings.extend(_routing_findings(routing, installed_fi))
     routed = _routed_rule(target, routing)
@@ -255,9 +254,6 @@ def run_doctor(opts: DoctorOptions) -> DoctorReport:
         findings.append(Finding("gpu-probe", Severity.INFO, gpu_report.note,
                                 "Doctor still judges the plan; GPU-dependent pitfalls were not checked."))
 
-    compat = compat_by_release(
-        flashinfer_dispatch.known_versions(), lambda s: make_plan(model, serving, s),
-        flashinfer_dispatch.known_support)
     return DoctorReport(
         host=host, gpu_report=gpu_report, target=target, env=env, nvcc=facts.nvcc_version,
         flashinfer_version=fi_version, support=support, flashinfer_files=files,

@@ -43,22 +43,6 @@ def _failing(call: CallLike) -> dict[int, str]:
     return {n: p for n, p in call.paths.items() if p in ("assert", "error") and n <= 64}
 
 
-def first_covering_version(
-    versions: Sequence[str],
-    replan: Callable[[Dsv4Support], PlanLike],
-    known: Callable[[str], Dsv4Support | None],
-) -> str | None:
-    """Oldest known FlashInfer release under which every planned call is served."""
-    for v in versions:
-        support = known(v)
-        if support is None:
-            continue
-        plan = replan(support)
-        if all(c.supported is not False for c in plan.calls):
-            return v
-    return None
-
-
 def missing_kernel_findings(
     calls: Iterable[CallLike], *, flashinfer_version: str | None, upgrade_to: str | None,
     routed: Callable[[int, int], bool] | None = None,
