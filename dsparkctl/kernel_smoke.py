@@ -1413,6 +1413,7 @@ def run_kernel_checks(
     device: Any = None,
     max_context: int = 2048,
     tiny_tokens: int = 1000,
+    routed: Callable[[int, int], bool] | None = None,
 ) -> tuple[list[Finding], dict[str, Any]]:
     """Every planned call at every captured size (capped: all <= 64, three larger), eager and
     captured, against the reference; verify/draft consistency; with ``long`` the kernel-level
@@ -1440,7 +1441,7 @@ def run_kernel_checks(
 
             return run_kernel_checks(plan, kernel=kernel, long=long, progress=draw, seed=seed,
                                      device=device, max_context=max_context,
-                                     tiny_tokens=tiny_tokens)
+                                     tiny_tokens=tiny_tokens, routed=routed)
     dev = device if device is not None else _cuda_device()
     if dev is None:
         return [no_gpu_finding("torch is missing, CPU-only, or sees no CUDA device")], {
@@ -1449,16 +1450,29 @@ def run_kernel_checks(
     calls = list(getattr(plan, "calls", ()))
     gamma = int(getattr(plan, "gamma", None) or 0)
     data: dict[str, Any] = {"ran": True, "kernels": [k.name for k in kernels], "rows": [],
-                            "consistency": [], "gamma": gamma}
+                            "consistency": [], "gamma": gamma,
+                            "split_by_routing": kernel is None and routed is not None
+                            and len(kernels) > 1}
     if not kernels:
         data["ran"] = False
         return findings, data
+
+    # With both kernels chosen by default, each call is tested on the kernel the stack will
+    # run it on: routed decode-sized calls on the bundled one, everything else on FlashInfer.
+    split = kernel is None and routed is not None and len(kernels) > 1
+
+    def stack_runs(kut: KernelUnderTest, call: Any, n: int) -> bool:
+        if not split:
+            return True
+        assert routed is not None
+        return (kut.name == "bundled") == (n <= 64 and routed(call.num_heads, call.topk))
 
     work: list[tuple[KernelUnderTest, Any, int]] = []
     for kut in kernels:
         for call in calls:
             for n in select_num_tokens(_call_sizes(call)):
-                work.append((kut, call, n))
+                if stack_runs(kut, call, n):
+                    work.append((kut, call, n))
     cons_work: list[tuple[KernelUnderTest, Any, int]] = []
     if gamma > 0:
         for kut in kernels:
@@ -1467,7 +1481,7 @@ def run_kernel_checks(
                 if call.phase not in ("verify", "draft"):
                     continue
                 key = _shape_key(kut.name, call)
-                if key in seen:
+                if key in seen or not stack_runs(kut, call, 1):
                     continue
                 seen.add(key)
                 rpr = gamma + 1 if call.phase == "verify" else gamma

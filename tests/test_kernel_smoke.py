@@ -449,3 +449,23 @@ def test_flashinfer_adapter_matches_the_real_entry_point(wheels, version):
     mod = root / "_sparse_mla_sm120.py"
     text = mod.read_text() if mod.exists() else (root / "_sparse_mla_sm120/__init__.py").read_text()
     assert "_DECODE_MAX_TOKENS" in text and "_sparse_mla_sm120_paged_attention" in text
+
+
+def test_default_choice_tests_each_call_on_the_kernel_the_stack_routes_it_to(monkeypatch):
+    """SM12x with FlashInfer and ``--route missing``: routed shapes on the bundled kernel,
+    the rest on FlashInfer, so a FlashInfer gap the router covers is not a false alarm."""
+    both = [ks.KernelUnderTest("bundled", ks.reference_as_kernel),
+            ks.KernelUnderTest("flashinfer", ks.reference_as_kernel)]
+    monkeypatch.setattr(ks, "_resolve_kernels", lambda kernel: (list(both), []))
+    draft_topk = ks.dspark_draft_topk(1)
+    _, data = ks.run_kernel_checks(_Plan(), kernel=None, device="cpu",
+                                   routed=lambda h, k: k == draft_topk)
+    assert data["split_by_routing"] is True
+    by_phase = {(r["phase"], r["kernel"]) for r in data["rows"]}
+    assert by_phase == {("draft", "bundled"), ("verify", "flashinfer")}
+    assert {(c["phase"], c["kernel"]) for c in data["consistency"]} == by_phase
+
+    # without a routing rule (or with an explicit choice) both kernels see every call
+    _, data = ks.run_kernel_checks(_Plan(), kernel=None, device="cpu")
+    assert {(r["phase"], r["kernel"]) for r in data["rows"]} == {
+        (p, k) for p in ("draft", "verify") for k in ("bundled", "flashinfer")}

@@ -92,7 +92,8 @@ def normalize_kernel_result(result: Any) -> tuple[list[Finding], bool, dict[str,
 
 
 def call_kernel_hook(hook: Callable[..., Any], *, kernel: str | None, long: bool,
-                     show_progress: bool, plan_factory: Callable[[], Any] | None) -> Any:
+                     show_progress: bool, plan_factory: Callable[[], Any] | None,
+                     routed: Callable[[int, int], bool] | None = None) -> Any:
     """Call the hook with the arguments its signature asks for.
 
     The contract is keyword-only ``kernel``, ``long``, ``show_progress``. A hook
@@ -112,6 +113,8 @@ def call_kernel_hook(hook: Callable[..., Any], *, kernel: str | None, long: bool
         kwargs["kernel"] = kernel  # None: the hook's own default (what the stack uses)
     if takes("long"):
         kwargs["long"] = long
+    if routed is not None and takes("routed"):
+        kwargs["routed"] = routed
     if takes("show_progress"):
         kwargs["show_progress"] = show_progress
     elif "progress" in params:
@@ -125,7 +128,8 @@ def call_kernel_hook(hook: Callable[..., Any], *, kernel: str | None, long: bool
 
 
 def run_kernel_level(*, kernel: str | None, long: bool, show_progress: bool,
-                     gpu: tuple[bool, str], plan_factory: Callable[[], Any] | None = None
+                     gpu: tuple[bool, str], plan_factory: Callable[[], Any] | None = None,
+                     routed: Callable[[int, int], bool] | None = None,
                      ) -> tuple[list[Finding], bool | None, dict[str, Any]]:
     """Kernel-level checks when possible. ``judged`` is None when they did not run."""
     has_gpu, why = gpu
@@ -146,7 +150,7 @@ def run_kernel_level(*, kernel: str | None, long: bool, show_progress: bool,
         )], None, {"ran": False, "reason": "not available"}
     try:
         result = call_kernel_hook(hook, kernel=kernel, long=long, show_progress=show_progress,
-                                  plan_factory=plan_factory)
+                                  plan_factory=plan_factory, routed=routed)
     except NoVerdictError as exc:
         return [Finding(id="smoke-kernel-no-verdict", severity=Severity.WARNING,
                         title=f"kernel-level checks could not judge: {exc}")], False, {
@@ -215,10 +219,18 @@ def smoke(
         disable_cuda_graph_padding=disable_cuda_graph_padding, sglang_version=sglang_version,
         flashinfer_version=None)
 
+    state: dict[str, Any] = {}
+
     def plan_factory() -> Any:
         from dsparkctl.doctor import run_doctor
 
-        return run_doctor(plan_opts).plan
+        report = run_doctor(plan_opts)
+        state["routed"] = report.routed  # dsparkctl's router's own rule, or None
+        return report.plan
+
+    def routed(heads: int, topk: int) -> bool:
+        rule = state.get("routed")
+        return bool(rule and rule(heads, topk))
 
     if kernel is None:
         kernel = _routed_kernel(plan_opts)
@@ -230,7 +242,7 @@ def smoke(
                          concurrency=concurrency, min_accept_length=min_accept_length,
                          timeout=timeout, retries=retries, strict_baseline=strict_baseline,
                          api_key=api_key, kernel=kernel, show_progress=show_progress,
-                         plan_factory=plan_factory)
+                         plan_factory=plan_factory, routed=routed)
 
     try:
         if cluster:
@@ -285,7 +297,8 @@ def run_smoke(*, long: bool, endpoint: str | None, baseline: str | None,
               timeout: float, retries: int, strict_baseline: bool, api_key: str | None,
               kernel: str | None, show_progress: bool,
               gpu: Callable[[], tuple[bool, str]] | None = None,
-              plan_factory: Callable[[], Any] | None = None) -> dict[str, Any]:
+              plan_factory: Callable[[], Any] | None = None,
+              routed: Callable[[int, int], bool] | None = None) -> dict[str, Any]:
     """Everything but printing: validate, run what can run here, build the envelope."""
     if kernel is not None and kernel not in KERNEL_CHOICES:
         raise UsageError(f"--kernel {kernel!r}: choose one of {', '.join(KERNEL_CHOICES)}")
@@ -348,7 +361,7 @@ def run_smoke(*, long: bool, endpoint: str | None, baseline: str | None,
 
     k_findings, k_judged, k_section = run_kernel_level(kernel=kernel, long=long,
                                                        show_progress=show_progress, gpu=gpu_state,
-                                                       plan_factory=plan_factory)
+                                                       plan_factory=plan_factory, routed=routed)
     findings += k_findings
     sections["kernel"] = k_section
     if k_judged is not None:
