@@ -105,6 +105,15 @@ def query_torch(python: str, timeout: float = 120) -> TorchInfo:
                      bool(d["cxx11_abi"]))
 
 
+def local_torch() -> TorchInfo:
+    """The torch of this process (smoke and tests build for the interpreter they run in)."""
+    import torch
+    import torch.utils.cpp_extension as cpp_ext
+
+    return TorchInfo(torch.__version__, torch.version.cuda, tuple(cpp_ext.include_paths("cpu")),
+                     tuple(cpp_ext.library_paths("cpu")), bool(torch._C._GLIBCXX_USE_CXX11_ABI))
+
+
 def build_key(source_hash: str, arch: str, torch: TorchInfo) -> str:
     h = hashlib.sha256()
     for part in (__version__, source_hash, arch, torch.version, torch.cuda or "none"):

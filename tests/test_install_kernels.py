@@ -174,3 +174,29 @@ def test_router_records_flashinfer_and_doctor_sees_a_downgrade(tmp_path: Path, w
     code, ids, doc = doctor_ids(site)
     assert code == 1
     assert "routing-flashinfer-drift" in ids and "plan-missing-kernel" in ids, ids
+
+
+def test_smoke_and_install_share_one_build(tmp_path: Path, monkeypatch) -> None:
+    """build_cached (smoke, tests) reuses install-kernels' cache and prefix: one compile."""
+    from dsparkctl.kernel import build
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("DSPARKCTL_BUILD_CACHE", raising=False)
+    compiles: list[str] = []
+
+    def fake_build(arch, out_dir, log_path, **kw):  # stands in for nvcc: no CUDA here
+        compiles.append(arch)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        log_path.write_text("log\n")
+        so = out_dir / f"{build.LIB_STEM}_{arch}.so"
+        so.write_bytes(b"library for " + arch.encode())
+        return so
+
+    monkeypatch.setattr(build, "build_extension", fake_build)
+    first = build.build_cached("sm_120a")
+    again = build.build_cached("sm_120a")
+    assert first == again and compiles == ["sm_120a"]
+    assert first.parent.parent == install.default_prefix()
+    manifest = first.parent / install.MANIFEST
+    assert install.installed_intact(manifest)
+    assert json.loads(manifest.read_text())["versions"]["torch"] == install.local_torch().version

@@ -14,7 +14,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -24,7 +23,6 @@ KERNEL_SOURCE = "sparse_mla_decode.cu"
 BINDING_SOURCE = "sparse_mla_decode_binding.cpp"
 HEADERS = ("sparse_mla_decode.cuh",)
 LIB_STEM = "dsparkctl_sparse_mla"
-ENV_CACHE = "DSPARKCTL_KERNEL_CACHE"
 _ARCH_RE = re.compile(r"^sm_(\d{2,3})(a?)$")
 # Archs the kernel is written and compile-checked for (mma.sync bf16 needs sm_80+).
 SHIPPED_ARCHS = ("sm_120a", "sm_121a", "sm_90a")
@@ -197,30 +195,21 @@ def build_extension(
         log_path.write_text("\n".join(log) + "\n")
 
 
-def cache_root() -> Path:
-    return Path(os.environ.get(ENV_CACHE) or Path.home() / ".cache" / "dsparkctl" / "kernels")
-
-
-def build_key(arch: str) -> str:
-    """Cache key: sources, arch, torch and CUDA versions, Python ABI."""
-    import torch
-
-    h = hashlib.sha256()
-    for part in (source_hash(), arch, torch.__version__, str(torch.version.cuda), sys.implementation.cache_tag):
-        h.update(str(part).encode() + b"\0")
-    return h.hexdigest()[:20]
-
-
 def build_cached(arch: str | None = None) -> Path:
-    """Build for ``arch`` (default: the current CUDA device) into the user cache, or reuse."""
+    """Build for ``arch`` (default: the current CUDA device) against the torch importable here,
+    or reuse: the same cache and install prefix as ``dsparkctl install-kernels``, so smoke,
+    the tests and the routed server share one build instead of compiling twice."""
+    from dsparkctl import install
+    from dsparkctl.errors import UsageError
+
     if arch is None:
         import torch
 
         if not torch.cuda.is_available():
             raise BuildError("no CUDA device to pick an arch from; pass arch='sm_120a' (etc.)")
         arch = arch_for_capability(*torch.cuda.get_device_capability())
-    out_dir = cache_root() / build_key(arch)
-    so = out_dir / f"{LIB_STEM}_{arch}.so"
-    if so.is_file():
-        return so
-    return build_extension(arch, out_dir, out_dir / "build.log")
+    try:
+        return install.build_and_install(arch, install.local_torch(),
+                                         install.default_prefix()).library
+    except UsageError as exc:
+        raise BuildError(str(exc)) from exc

@@ -52,8 +52,9 @@ def op_is_registered() -> bool:
 def load(so_path: str | os.PathLike[str] | None = None) -> Path | None:
     """Load the kernel library: ``so_path``, else ``$DSPARKCTL_KERNEL_SO``, else build one.
 
-    The build goes into ``~/.cache/dsparkctl/kernels/<key>/`` keyed by source hash, arch and
-    torch version, so a second call (or process) reuses it. Loading twice is a no-op: a
+    The build is the one ``dsparkctl install-kernels`` makes (``~/.cache/dsparkctl/builds/<key>``
+    and ``install/<key>``, keyed by dsparkctl version, source hash, arch, torch and CUDA), so a
+    second call, process or command reuses it. Loading twice is a no-op: a
     process can hold only one registration of the op namespace. Returns the loaded path, or
     None when the op was already registered by someone else.
     """
@@ -75,8 +76,8 @@ def load(so_path: str | os.PathLike[str] | None = None) -> Path | None:
         path = build.build_cached()
     if not path.is_file():
         raise FileNotFoundError(
-            f"kernel library {path} does not exist; build it with "
-            "dsparkctl.kernel.build.build_extension() or unset {ENV_SO}"
+            f"kernel library {path} does not exist; build it with `dsparkctl install-kernels` "
+            f"(or dsparkctl.kernel.build.build_extension()) or unset {ENV_SO}"
         )
     torch.ops.load_library(str(path))
     _loaded_so = path
