@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Every GPU check of the project in one device call (H200; also any SM120/SM121 box).
 # Run from a snapshot of the repository; writes logs and JSON under $OUT (default ./gpu-out).
-#   bench/gpu_suite.sh [quick]
+#   bench/gpu_suite.sh [quick|cluster]
+# quick: install, cluster doctor, smoke; cluster: install and the two cluster commands only.
+# NPROC (default: every GPU on the host) ranks run the cluster commands.
 # Needs: python3 with CUDA torch, nvcc; wheels for SGLang's import-time packages in .dev/whl
 # (see README, "GPU verification") and the test wheel cache in .dev/wheelcache when offline.
 set -u
@@ -19,6 +21,9 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$OUT/sui
 python3 -c 'import torch; print("torch", torch.__version__, torch.version.cuda)' >> "$OUT/suite.log"
 date -u +%FT%TZ >> "$OUT/suite.log"
 LOG=$OUT/suite.log
+NPROC=${NPROC:-$(nvidia-smi -L | grep -c '^GPU')}
+echo "cluster ranks: $NPROC" >> "$LOG"
+nvidia-smi topo -m >> "$LOG" 2>&1
 # step NAME OUTFILE CMD...: stdout to OUTFILE, stderr and timings to suite.log (8 files come back)
 step() {
   local name=$1 out=$2; shift 2; local t0; t0=$(date +%s)
@@ -33,9 +38,14 @@ SO=$(python3 -c "import json;print(json.load(open('$OUT/install.json'))['build']
 export DSPARKCTL_KERNEL_SO=$SO
 echo "kernel: $SO"
 
-# 2. cluster mode with NCCL (world size 1 here; torchrun --nproc-per-node N on a multi-GPU box)
-step cluster-doctor "$OUT/cluster_doctor.json" torchrun --nproc-per-node 1 -m dsparkctl doctor \
+# 2. cluster mode with NCCL, one rank per GPU
+step cluster-doctor "$OUT/cluster_doctor.json" torchrun --nproc-per-node "$NPROC" -m dsparkctl doctor \
   --cluster --json --timeout 60
+if [ "${1:-}" = cluster ]; then
+  step cluster-smoke "$OUT/cluster_smoke.json" torchrun --nproc-per-node "$NPROC" -m dsparkctl \
+    smoke --cluster --kernel bundled --json
+  exit 0
+fi
 
 # 3. the product's smoke on this GPU (DeepSeek-V4-Flash preset, TP 4 plan)
 step smoke "$OUT/smoke_tp4.json" python3 -m dsparkctl smoke --kernel bundled --json --tp 4
@@ -48,5 +58,5 @@ tail -5 "$OUT/gpu_tests.log"
 
 # 5. long kernel-level smoke and smoke in cluster mode
 step smoke-long "$OUT/smoke_long.json" python3 -m dsparkctl smoke --kernel bundled --long --json
-step cluster-smoke "$OUT/cluster_smoke.json" torchrun --nproc-per-node 1 -m dsparkctl smoke --cluster \
+step cluster-smoke "$OUT/cluster_smoke.json" torchrun --nproc-per-node "$NPROC" -m dsparkctl smoke --cluster \
   --kernel bundled --json

@@ -1,7 +1,10 @@
 """Profiling driver for the sparse-MLA kernel (run under ncu, or plain for split sweeps).
 
     python bench/kernel_profile.py sweep        # per-shape time vs forced split count / config
-    ncu ... python bench/kernel_profile.py ncu  # a few launches of two representative shapes
+    ncu ... python bench/kernel_profile.py ncu [SHAPE ...]  # two launches per shape (default: big t1)
+
+A per-kernel time split (main vs combine) of the bench's shapes:
+    ncu --metrics gpu__time_duration.sum --csv python bench/kernel_profile.py ncu t1 t1h128 ds5x ds50 big
 """
 
 from __future__ import annotations
@@ -16,20 +19,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from dsparkctl.kernel import layout, ops
 
-SHAPES = {"big": (64, 128, 128, 1024), "t1": (1, 64, 128, 512), "dspark": (50, 64, 133, 512)}
+# (T, heads, topk, extra topk)
+SHAPES = {"big": (64, 128, 128, 1024), "t1": (1, 64, 128, 512), "dspark": (50, 64, 133, 512),
+          "t1h16": (1, 16, 128, 512), "t1h128": (1, 128, 128, 1024), "ds5": (5, 64, 133, 0),
+          "ds5x": (5, 64, 133, 512), "ds50": (50, 64, 133, 0)}
 
 
 def inputs(t: int, h: int, topk: int, extra: int) -> dict:
     g = torch.Generator(device="cuda").manual_seed(0)
     main = layout.quantize_kv(torch.randn(1 << 17, 512, generator=g, device="cuda"), 256)
     ext = layout.quantize_kv(torch.randn(1 << 16, 512, generator=g, device="cuda"), 64)
-    return {
+    args = {
         "q": torch.randn(t, h, 512, generator=g, device="cuda").to(torch.bfloat16),
         "kv_cache": main,
         "indices": torch.randint(0, 1 << 17, (t, topk), generator=g, device="cuda", dtype=torch.int32),
-        "extra_kv_cache": ext,
-        "extra_indices": torch.randint(0, 1 << 16, (t, extra), generator=g, device="cuda", dtype=torch.int32),
     }
+    if extra:
+        args["extra_kv_cache"] = ext
+        args["extra_indices"] = torch.randint(0, 1 << 16, (t, extra), generator=g, device="cuda",
+                                              dtype=torch.int32)
+    return args
 
 
 def timed(fn, n: int = 50) -> float:
@@ -50,7 +59,7 @@ def main() -> None:
     ops.load()
     mode = sys.argv[1] if len(sys.argv) > 1 else "sweep"
     if mode == "ncu":
-        for name in ("big", "t1"):
+        for name in sys.argv[2:] or ("big", "t1"):
             a = inputs(*SHAPES[name])
             for _ in range(2):
                 ops.sparse_mla_decode(**a)

@@ -29,6 +29,8 @@ from dsparkctl.findings import Finding, Severity
 
 # SGLang's all-reduces: small decode activations up to large prefill chunks (bytes).
 DEFAULT_SIZES = (4 * 1024, 64 * 1024, 1024 * 1024, 16 * 1024 * 1024)
+# On GPUs one large message too: bus bandwidth only approaches the link's peak past ~100 MiB.
+GPU_SIZES = (*DEFAULT_SIZES, 256 * 1024 * 1024)
 # Test-only fault injection: this rank skips the all-reduce (a wedged peer).
 FAULT_HANG_ENV = "DSPARKCTL_FAULT_HANG_ALLREDUCE_RANK"
 
@@ -114,7 +116,7 @@ def allreduce_check(dist: Any, torch: Any, group: Any, group_ranks: Sequence[int
 
 def run_cluster(
     local_report: Callable[[DistEnv], dict[str, Any]],
-    *, tp: int | None = None, timeout_s: float = 60.0, sizes: Sequence[int] = DEFAULT_SIZES,
+    *, tp: int | None = None, timeout_s: float = 60.0, sizes: Sequence[int] | None = None,
     iters: int = 5, backend: str | None = None, environ: dict[str, str] | None = None,
     collectives: bool = True,
 ) -> tuple[DistEnv, list[dict[str, Any]] | None, list[Finding]]:
@@ -128,6 +130,8 @@ def run_cluster(
         torch.cuda.set_device(de.local_rank % torch.cuda.device_count())
     device = torch.device("cuda", torch.cuda.current_device()) if use_cuda else torch.device("cpu")
     backend = backend or ("nccl" if use_cuda else "gloo")
+    if sizes is None:
+        sizes = GPU_SIZES if use_cuda else DEFAULT_SIZES
     dist.init_process_group(backend, rank=de.rank, world_size=de.world_size,
                             timeout=timedelta(seconds=timeout_s))
     store = dist.distributed_c10d._get_default_store()
