@@ -91,7 +91,8 @@ def _run_with_deadline(fn: Callable[[], Any], timeout_s: float) -> tuple[bool, A
 
 
 def allreduce_check(dist: Any, torch: Any, group: Any, group_ranks: Sequence[int], rank: int,
-                    device: Any, sizes: Sequence[int], iters: int) -> list[dict[str, Any]]:
+                    device: Any, sizes: Sequence[int], iters: int, warmup: int = 3,
+                    rounds: int = 3) -> list[dict[str, Any]]:
     """Correctness of the sum and bus bandwidth per message size for one TP group."""
     n = len(group_ranks)
     expected = float(sum(r + 1 for r in group_ranks))
@@ -102,12 +103,18 @@ def allreduce_check(dist: Any, torch: Any, group: Any, group_ranks: Sequence[int
         dist.all_reduce(t, group=group)
         ok = bool(torch.all(t == expected).item())
         sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-        sync()
-        t0 = time.perf_counter()
-        for _ in range(iters):
+        # NCCL connects each algorithm/protocol lazily on its first use (tens of ms on the
+        # first small message of a 2 x H200 run): warm up, then keep the best of a few rounds.
+        for _ in range(warmup):
             dist.all_reduce(t, group=group)
         sync()
-        dt = (time.perf_counter() - t0) / iters
+        dt = float("inf")
+        for _ in range(rounds):
+            t0 = time.perf_counter()
+            for _ in range(iters):
+                dist.all_reduce(t, group=group)
+            sync()
+            dt = min(dt, (time.perf_counter() - t0) / iters)
         busbw = (numel * 4) * 2 * (n - 1) / n / dt if n > 1 and dt > 0 else None
         rows.append({"bytes": numel * 4, "correct": ok, "time_us": dt * 1e6,
                      "bus_bandwidth_gbps": busbw / 1e9 if busbw else None})

@@ -604,23 +604,34 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
 }
 
 // ---------------------------------------------------------------- split combine
-// One block of G x 128 threads per (token, head), G = ceil(splits / 8) capped at 4: a thread
-// owns 4 of the 512 dims for the splits s = g, g + G, g + 2G, ... of its group g, issues 8
-// independent 16-byte partial loads per batch, and the G group sums meet in smem. So up to
-// 32 splits cost one L2 round trip (v5: one per 8 splits, serially: 20 splits were 3 round
-// trips, 36 were 5), while calls with few splits keep v5's 128-thread blocks and occupancy
-// (large grids of (token, head) blocks are throughput-, not latency-bound).
-constexpr int kCombineMaxGroups = 4;
-constexpr int kCombineBatch = 8;
+// One block of G x 128 threads per (token, head), G in {1, 2, 4}: a thread owns 4 of the 512
+// dims for the splits s = g, g + G, g + 2G, ... of its group g and issues up to B independent
+// 16-byte partial loads per batch (predicated: a split past the end issues no load). The
+// host (combine_shape) sizes both:
+//  - G = ceil(splits / 8) rounded up to 2 / 4 makes up to 32 splits one L2 round trip
+//    (latency-bound T = 1 calls), but only while the T x H blocks stay one wave of co-
+//    resident blocks; else fewer groups with more batches each (v6 measured +3-10% on mid
+//    shapes whose 512-thread, 64-register blocks spilled into a second wave);
+//  - B = 4 for <= 4 splits at G = 1 (<= 40 registers, 12 blocks per SM as v5: large grids of
+//    few-split rows are throughput-bound), else 8.
+// The sum order is fixed whatever G and B are: split s goes to accumulator s % 4 (in
+// increasing s) and the result is ((a0 + a1) + a2) + a3. So a call's output does not depend
+// on T (the verify path's rows equal one-row calls bitwise at a forced layout and split
+// count, although T x H picks G).
+constexpr int kCombineAccs = 4;
 
-int combine_groups(int num_splits) {
-  const int g = (num_splits + kCombineBatch - 1) / kCombineBatch;
-  return g < 1 ? 1 : (g > kCombineMaxGroups ? kCombineMaxGroups : g);
+template <int B, int G>
+constexpr int combine_min_blocks() {
+  return G > 1 ? 8 / G : (B <= 4 ? 12 : 8);
 }
 
-__global__ void __launch_bounds__(128 * kCombineMaxGroups, 1) sparse_mla_combine_kernel(const SparseMlaParams p, int num_splits) {
+template <int B, int G>
+__global__ void __launch_bounds__(128 * G, combine_min_blocks<B, G>()) sparse_mla_combine_kernel(const SparseMlaParams p, int num_splits) {
+  static_assert(G == 1 || G == 2 || G == 4, "groups must divide the 4 accumulators");
+  constexpr int R = kCombineAccs / G;  // accumulators per thread: k = g + m * G
+  static_assert(B % R == 0, "a batch must cover whole rounds of this thread's accumulators");
   __shared__ float sL[kMaxSplits];
-  __shared__ float4 sAcc[kCombineMaxGroups - 1][128];
+  __shared__ float4 sAcc[G > 1 ? kCombineAccs : 1][128];
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // Programmatic dependent launch: this grid may start before the main kernel ends; wait
   // here until it has completed and its partials are visible (no-op without PDL).
@@ -628,47 +639,64 @@ __global__ void __launch_bounds__(128 * kCombineMaxGroups, 1) sparse_mla_combine
 #endif
   const int64_t th = blockIdx.x;
   const int h = int(th % p.H);
-  const int G = int(blockDim.x >> 7);
-  const int g = threadIdx.x >> 7;
+  const int g = G == 1 ? 0 : int(threadIdx.x >> 7);
   const int lt = threadIdx.x & 127;
   const float* lse_s = p.ws_lse + th * num_splits;
+  static_assert(kMaxSplits <= 128, "one lse load per thread of the smallest block");
   if (threadIdx.x < num_splits) sL[threadIdx.x] = lse_s[threadIdx.x];
   __syncthreads();
   float mx = -INFINITY;
   for (int s = 0; s < num_splits; ++s) mx = fmaxf(mx, sL[s]);
   const bool empty = mx == -INFINITY;
-  float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+  float4 acc[R];
+#pragma unroll
+  for (int m = 0; m < R; ++m) acc[m] = make_float4(0.f, 0.f, 0.f, 0.f);
   if (!empty) {
     const float* src = p.ws_out + th * num_splits * kD + lt * 4;
-    for (int s0 = g; s0 < num_splits; s0 += kCombineBatch * G) {
-      float4 v[kCombineBatch];
-      float w[kCombineBatch];
-      // Loads are unconditional (split index clamped into this row's range; the main
-      // kernel writes every split's partial, an empty split's as zeros) so none waits on
-      // a branch; an empty split, one past the end or an underflowed weight is skipped by
-      // the select below, never multiplied in (0 * inf would be NaN).
+    for (int s0 = g; s0 < num_splits; s0 += B * G) {
+      float4 v[B];
+      float w[B];
+      // The loads carry a predicate, not a branch, so all of a batch's are in flight at
+      // once (checked in the SASS); an empty split (its partial is zeros), one past the
+      // end or an underflowed weight is skipped by the select below, never multiplied in
+      // (0 * inf would be NaN).
 #pragma unroll
-      for (int j = 0; j < kCombineBatch; ++j) {
+      for (int j = 0; j < B; ++j) {
         const int s = s0 + j * G;
-        const float ls = s < num_splits ? sL[s] : -INFINITY;
+        const bool in = s < num_splits;
+        const float ls = in ? sL[s] : -INFINITY;
         w[j] = ls == -INFINITY ? 0.f : exp2f(ls - mx);
-        const int sc = s < num_splits ? s : num_splits - 1;
-        v[j] = *reinterpret_cast<const float4*>(src + int64_t(sc) * kD);
+        v[j] = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (in) v[j] = *reinterpret_cast<const float4*>(src + int64_t(s) * kD);
       }
 #pragma unroll
-      for (int j = 0; j < kCombineBatch; ++j) {
+      for (int j = 0; j < B; ++j) {
+        // s = g + (batch * B + j) * G, so s % 4 = g + (j % R) * G: accumulator j % R
+        float4& a = acc[j % R];
         if (w[j] != 0.f) {
-          acc.x += w[j] * v[j].x; acc.y += w[j] * v[j].y; acc.z += w[j] * v[j].z; acc.w += w[j] * v[j].w;
+          a.x += w[j] * v[j].x; a.y += w[j] * v[j].y; a.z += w[j] * v[j].z; a.w += w[j] * v[j].w;
         }
       }
     }
   }
-  if (g > 0) sAcc[g - 1][lt] = acc;
-  __syncthreads();
-  if (g != 0) return;
-  for (int k = 0; k + 1 < G; ++k) {
-    const float4 a = sAcc[k][lt];
-    acc.x += a.x; acc.y += a.y; acc.z += a.z; acc.w += a.w;
+  float4 o;
+  if (G == 1) {
+    o = acc[0];
+#pragma unroll
+    for (int k = 1; k < kCombineAccs; ++k) {
+      o.x += acc[k].x; o.y += acc[k].y; o.z += acc[k].z; o.w += acc[k].w;
+    }
+  } else {
+#pragma unroll
+    for (int m = 0; m < R; ++m) sAcc[g + m * G][lt] = acc[m];
+    __syncthreads();
+    if (g != 0) return;
+    o = sAcc[0][lt];
+#pragma unroll
+    for (int k = 1; k < kCombineAccs; ++k) {
+      const float4 a = sAcc[k][lt];
+      o.x += a.x; o.y += a.y; o.z += a.z; o.w += a.w;
+    }
   }
   float L = 0.f;
   if (!empty)
@@ -676,7 +704,7 @@ __global__ void __launch_bounds__(128 * kCombineMaxGroups, 1) sparse_mla_combine
   const float lse_nat = empty ? -INFINITY : (mx + log2f(L)) * kLn2;
   float f = empty ? 0.f : 1.f / L;
   if (!empty && p.sink != nullptr) f *= 1.f / (1.f + expf(__ldg(p.sink + h) - lse_nat));
-  uint2 packed = make_uint2(pack_bf16(acc.x * f, acc.y * f), pack_bf16(acc.z * f, acc.w * f));
+  uint2 packed = make_uint2(pack_bf16(o.x * f, o.y * f), pack_bf16(o.z * f, o.w * f));
   *reinterpret_cast<uint2*>(reinterpret_cast<__nv_bfloat16*>(p.out) + th * kD + lt * 4) = packed;
   if (lt == 0) p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
 }
@@ -766,6 +794,41 @@ int plan_blocks_per_sm(int device, int config, int heads) {
   return heads == 16 ? blocks_per_sm<1, 32>(device) : blocks_per_sm<2, 32>(device);
 }
 
+// Blocks of a combine variant that fit on an SM (registers, smem), from the occupancy
+// calculator; cached per device. Host-only query: safe during graph capture.
+template <int B, int G>
+int combine_blocks_per_sm(int device) {
+  static int cache[kMaxDevices] = {};
+  if (cache[device] == 0) {
+    int n = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, sparse_mla_combine_kernel<B, G>, 128 * G, 0) != cudaSuccess) {
+      cudaGetLastError();  // clear the error from the query; fall back to 1
+      n = 1;
+    }
+    cache[device] = n < 1 ? 1 : n;
+  }
+  return cache[device];
+}
+
+using CombineKernel = void (*)(const SparseMlaParams, int);
+
+struct CombineShape {
+  CombineKernel kernel;
+  int groups;
+};
+
+// The combine for a call: groups only as many as keep the rows (T x H blocks) one wave,
+// the batch from the splits per group. Shapes and cached device attributes only (graph safe).
+CombineShape combine_shape(int device, int num_splits, int64_t rows) {
+  const int64_t sms = device_info(device).sms;
+  if (num_splits > 16 && rows <= sms * combine_blocks_per_sm<8, 4>(device))
+    return {sparse_mla_combine_kernel<8, 4>, 4};
+  if (num_splits > 8 && rows <= sms * combine_blocks_per_sm<8, 2>(device))
+    return {sparse_mla_combine_kernel<8, 2>, 2};
+  if (num_splits > 4) return {sparse_mla_combine_kernel<8, 1>, 1};
+  return {sparse_mla_combine_kernel<4, 1>, 1};
+}
+
 template <int VEC>
 cudaError_t dispatch(const SparseMlaParams& p, const SparseMlaPlan& plan, int head_blocks,
                      cudaStream_t stream) {
@@ -803,11 +866,15 @@ cudaError_t sparse_mla_decode_plan(int device, int T, int H, int topk, int extra
     // each take a single tile, use them. A CTA's time at one tile grows with its heads (v5
     // H200 numbers at T = 1, same grid: 16 heads 11.6 us, 32 heads 13.9 us; LARGE 32 -> 64
     // heads +4 us): the Q load, both mma phases and the fp32 partial it writes all scale
-    // with M, while SMs stay idle. Bounded by the SM count, not SMs x occupancy: a second
-    // CTA on an SM shares its pipes and would not shorten the critical path.
+    // with M, while SMs stay idle. v7: bounded by one wave of co-resident 16-head CTAs
+    // (SMs x occupancy, 2 per SM on Hopper, 1 on SM120/121), not by the SM count: the v6
+    // H200 sweep had 16 heads/CTA ahead at 144-240 CTA-tiles (T = 1 H = 64 +1024 14.2 vs
+    // 15.0 us, H = 128 +512 13.4 vs 13.8, DSpark T = 10 13.4 vs 14.2) and behind from 320
+    // (T = 8 H = 32 +512 18.1 vs 16.3).
     const int tiles_s = (topk + 31) / 32 + (extra_topk + 31) / 32;
     const int64_t ctas16 = int64_t(T) * ((H + 15) / 16);
-    if (ctas16 > 0 && ctas16 * tiles_s <= d.sms) {
+    const int64_t wave16 = int64_t(d.sms) * plan_blocks_per_sm(device, kConfigSmall, 16);
+    if (ctas16 > 0 && ctas16 * tiles_s <= wave16) {
       config = kConfigSmall;
       heads16 = true;
     }
@@ -866,9 +933,14 @@ cudaError_t sparse_mla_decode_launch(const SparseMlaParams& p, const SparseMlaPl
   if (e != cudaSuccess || plan.num_splits == 1) return e;
   // Programmatic dependent launch (sm_90+, captured into CUDA graphs as a programmatic
   // edge): the combine's launch latency overlaps the main kernel's tail.
+  int device = 0;
+  e = cudaGetDevice(&device);
+  if (e != cudaSuccess) return e;
+  if (device < 0 || device >= kMaxDevices) return cudaErrorInvalidDevice;
+  const CombineShape cs = combine_shape(device, plan.num_splits, int64_t(p.T) * p.H);
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(unsigned(int64_t(p.T) * p.H));
-  cfg.blockDim = dim3(unsigned(128 * combine_groups(plan.num_splits)));
+  cfg.blockDim = dim3(unsigned(128 * cs.groups));
   cfg.dynamicSmemBytes = 0;
   cfg.stream = stream;
   cudaLaunchAttribute attr[1];
@@ -876,7 +948,7 @@ cudaError_t sparse_mla_decode_launch(const SparseMlaParams& p, const SparseMlaPl
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  e = cudaLaunchKernelEx(&cfg, sparse_mla_combine_kernel, p, plan.num_splits);
+  e = cudaLaunchKernelEx(&cfg, cs.kernel, p, plan.num_splits);
   if (e != cudaSuccess) return e;
   return cudaGetLastError();
 }
