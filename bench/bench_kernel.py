@@ -173,10 +173,6 @@ def eager_time(fn, sets: list[dict], reps: int = 3) -> float:
     return statistics.median(times)
 
 
-# (column, forced split count (0 = automatic), splits per cluster (1 = no cluster merge))
-CLUSTER_VARIANTS = (("nocluster", 0, 1), ("s8c8", 8, 8), ("s16c8", 16, 8), ("s24c8", 24, 8), ("s32c8", 32, 8))
-
-
 def shapes(quick: bool, short: bool = False) -> list[dict]:
     out = []
     for extra in (0, 512):
@@ -202,8 +198,6 @@ def main() -> int:
     ap.add_argument("--short", action="store_true", help="DSpark and T = 1 rows only, fewer replays, no torch reference timing")
     ap.add_argument("--no-ref", action="store_true", help="skip timing the torch reference")
     ap.add_argument("--sweep", action="store_true", help="also time each shape with the layout forced (large / small smem)")
-    ap.add_argument("--cluster-sweep", action="store_true",
-                    help="also time each shape without the cluster merge and at forced split counts with clusters of 8")
     args = ap.parse_args()
 
     so = ops.load()
@@ -270,13 +264,6 @@ def main() -> int:
                 except RuntimeError as exc:  # layout does not fit this GPU
                     row[f"{name}_us"] = float("nan")
                     row[f"{name}_error"] = str(exc).splitlines()[0]
-        if args.cluster_sweep:
-            # the cluster merge vs every split to the global combine (the automatic split count,
-            # not rounded), and forced split counts merged in clusters of 8
-            for name, splits, cluster in CLUSTER_VARIANTS:
-                row[f"{name}_us"] = graph_time(
-                    lambda s, n=splits, c=cluster: ops.sparse_mla_decode_cfg(sm_scale=scale, num_splits=n, cluster=c, **s),
-                    sets, replays) * 1e6
         rows.append(row)
         print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()}), flush=True)
         # partial results survive a run cut off by its time limit
@@ -337,19 +324,6 @@ def render_md(meta: dict, rows: list[dict]) -> str:
                 f"{r.get('large_us', float('nan')):.1f} | {r.get('small_us', float('nan')):.1f} | "
                 f"{r.get('small16_us', float('nan')):.1f} |"
             )
-    if any("nocluster_us" in r for r in rows):
-        names = [v[0] for v in CLUSTER_VARIANTS]
-        lines += [
-            "",
-            "Cluster sweep (same graphs): automatic plan vs no cluster merge (automatic split count) and forced "
-            "split counts merged in clusters of 8 (sNcM = N splits, M per cluster): us per call",
-            "",
-            "| kind | H | extra | T | auto | " + " | ".join(names) + " |",
-            "|---|---|---|---|---|" + "---|" * len(names),
-        ]
-        for r in rows:
-            cells = " | ".join(f"{r.get(n + '_us', float('nan')):.1f}" for n in names)
-            lines.append(f"| {r['kind']} | {r['H']} | {r['extra']} | {r['T']} | {r['ours_us']:.1f} | {cells} |")
     return "\n".join(lines) + "\n"
 
 

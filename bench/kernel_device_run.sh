@@ -2,7 +2,7 @@
 # One device call for the sparse-MLA kernel: build for the GPU at hand, run the GPU tests,
 # compute-sanitizer (memcheck + racecheck) on a small subset, then the benchmark.
 # Logs and results land in $OUT (the device tool's output folder) or ./kernel_run_out.
-#   usage: bash bench/kernel_device_run.sh [TRITON_PEER_PY] [--quick|--short] [--skip-tests] [--no-sanitizer] [--sweep] [--cluster-sweep]
+#   usage: bash bench/kernel_device_run.sh [TRITON_PEER_PY] [--quick|--short] [--skip-tests] [--no-sanitizer] [--sweep]
 # --short (DSpark + T=1 rows, 3 replays) with --no-sanitizer fits build + tests + bench in ~90 s.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -10,14 +10,13 @@ OUT=${OUT:-$PWD/kernel_run_out}
 mkdir -p "$OUT"
 PEER=${1:-}
 case "$PEER" in --*) PEER="";; esac
-QUICK=""; SKIP_TESTS=""; SWEEP=""; NO_SAN=""; CSWEEP=""
+QUICK=""; SKIP_TESTS=""; SWEEP=""; NO_SAN=""
 for a in "$@"; do
   [ "$a" = "--quick" ] && QUICK="--quick"
   [ "$a" = "--short" ] && QUICK="--short"
   [ "$a" = "--no-sanitizer" ] && NO_SAN=1
   [ "$a" = "--skip-tests" ] && SKIP_TESTS=1
   [ "$a" = "--sweep" ] && SWEEP=1
-  [ "$a" = "--cluster-sweep" ] && CSWEEP=1
 done
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
 PY=${PYTHON:-python3}
@@ -40,6 +39,6 @@ if [ -z "$SKIP_TESTS" ]; then
   echo "sanitizer: $(( $(date +%s) - t0 )) s"
 fi
 t0=$(date +%s)
-$PY bench/bench_kernel.py ${PEER:+--triton-peer "$PEER"} $QUICK ${SWEEP:+--sweep} ${CSWEEP:+--cluster-sweep} --json "$OUT/kernel_bench.json" --md "$OUT/kernel_bench.md" > "$OUT/bench.log" 2>&1
+$PY bench/bench_kernel.py ${PEER:+--triton-peer "$PEER"} $QUICK ${SWEEP:+--sweep} --json "$OUT/kernel_bench.json" --md "$OUT/kernel_bench.md" > "$OUT/bench.log" 2>&1
 tail -60 "$OUT/bench.log"
 echo "bench: $(( $(date +%s) - t0 )) s"

@@ -12,10 +12,7 @@
 //   online softmax in base 2 (row max / sum reduced through shared memory)
 //   O[M, 512] += P[M, BN] . V[BN, 512]      warp w owns O[:, 64w : 64w+64] for all M heads
 // The next tile's bytes are loaded into registers while the current tile is computed.
-// Splits write fp32 partials (normalised O and base-2 lse). The splits of one (token, head
-// block) launch as thread-block clusters of up to 8 CTAs that merge their partials through
-// distributed shared memory; a second kernel combines what is left across clusters (none
-// when one cluster holds every split).
+// Splits write fp32 partials (normalised O and base-2 lse) that a second kernel combines.
 #include "sparse_mla_decode.cuh"
 
 #include <cuda_bf16.h>
@@ -34,7 +31,6 @@ constexpr int kRowBytes = 576;  // data bytes per token
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 constexpr int kSRow = kD + 8;  // smem row stride (bf16) of Q and KV: 1040 B, ldmatrix conflict-free
-constexpr int kORow = kD + 8;  // fp32 row stride of a parked partial: 8 rows of float2 stores hit distinct banks
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
@@ -60,7 +56,6 @@ struct Cfg {
   static constexpr int OFF_SCALE = OFF_RAW + BN * kRowBytes;    // [2][BN][8] scale slots
   static constexpr int SMEM = OFF_SCALE + 2 * BN * 8;
   static_assert(S_WARPS <= kWarps, "S phase needs at most 8 warps");
-  static_assert(M * kORow * 4 + M * 4 <= SMEM, "a parked partial and its lse fit the tile buffers");
   static_assert(NTW == 1 || NTW % 2 == 0, "n-tiles per warp: 1 or even");
   static_assert(BN % 16 == 0, "BN multiple of 16");
 };
@@ -108,34 +103,6 @@ __device__ __forceinline__ void cp_async(void* dst, const void* src, bool valid)
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
-// Thread-block clusters (sm_90+: all three targets). The barrier orders each CTA's shared
-// memory writes before its peers' reads (release / acquire) and keeps a CTA's shared memory
-// alive until every peer has passed the barrier.
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ uint32_t cluster_rank() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
-// The address of `p` (this CTA's shared memory) in the shared memory of cluster CTA `rank`.
-__device__ __forceinline__ uint32_t peer_smem(const void* p, uint32_t rank) {
-  uint32_t a;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"(smem_u32(p)), "r"(rank));
-  return a;
-}
-__device__ __forceinline__ float ld_peer_f32(uint32_t a) {
-  float v;
-  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(a) : "memory");
-  return v;
-}
-__device__ __forceinline__ float4 ld_peer_f32x4(uint32_t a) {
-  float4 v;
-  asm volatile("ld.shared::cluster.v4.f32 {%0,%1,%2,%3}, [%4];"
-               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(a) : "memory");
-  return v;
-}
 __device__ __forceinline__ float fast_exp2(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
@@ -276,20 +243,6 @@ __device__ __forceinline__ float out_factor(bool empty, float l, float lse_nat, 
   return f;
 }
 
-// Write one merged row's 4 dims [4 lt, 4 lt + 4): acc = sum_s 2^(lse_s - mx) O_s over the
-// partials, L = sum_s 2^(lse_s - mx); the lse once per row (lt == 0). Shared by the
-// cluster merge (one cluster holds every split) and the combine kernel.
-__device__ __forceinline__ void write_merged_row(const SparseMlaParams& p, int64_t th, int h, int lt,
-                                                 float4 acc, float mx, float L) {
-  const bool empty = mx == -INFINITY;
-  const float lse_nat = empty ? -INFINITY : (mx + log2f(L)) * kLn2;
-  float f = empty ? 0.f : 1.f / L;
-  if (!empty && p.sink != nullptr) f *= 1.f / (1.f + expf(__ldg(p.sink + h) - lse_nat));
-  uint2 packed = make_uint2(pack_bf16(acc.x * f, acc.y * f), pack_bf16(acc.z * f, acc.w * f));
-  *reinterpret_cast<uint2*>(reinterpret_cast<__nv_bfloat16*>(p.out) + th * kD + lt * 4) = packed;
-  if (lt == 0) p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
-}
-
 // ---------------------------------------------------------------- main kernel
 // Blocks per SM the SMALL layout is compiled for. Hopper has 228 KB of shared memory per SM,
 // room for two SMALL CTAs (~90 KB each) if registers allow it (<= 128 per thread), and two
@@ -303,7 +256,7 @@ __device__ __forceinline__ void write_merged_row(const SparseMlaParams& p, int64
 
 template <int MT, int BN, int VEC>
 __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCKS : 1)
-    sparse_mla_decode_kernel(const SparseMlaParams p, int num_splits, int head_blocks, int cluster) {
+    sparse_mla_decode_kernel(const SparseMlaParams p, int num_splits, int head_blocks) {
   using C = Cfg<MT, BN>;
   using TileT = Tile<BN, VEC>;
   extern __shared__ __align__(128) uint8_t smem[];
@@ -619,78 +572,6 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
 
   // ---- epilogue
   const int d0 = warp * 64;
-  if (cluster > 1) {
-    // Cluster merge: every CTA of the cluster parks its normalised partial (fp32) and its
-    // base-2 lse in its own shared memory (over the Q / KV tiles, which are no longer
-    // read); after the cluster barrier CTA `rank` merges rows rank, rank + cluster, ...
-    // reading the peers' shared memory, in rank order (deterministic: the order depends on
-    // the cluster size alone, which depends on the split count alone).
-    float* sO = reinterpret_cast<float*>(smem);
-    float* sL = sO + C::M * kORow;
-    __syncthreads();  // every warp is done with sQ / sKV / sP
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        const int row = mt * 16 + (lane >> 2) + 8 * i;
-        const bool empty = m_run[mt][i] == -INFINITY;
-        const float f = empty ? 0.f : 1.f / l_run[mt][i];
-        float* dst = sO + row * kORow + d0 + (lane & 3) * 2;
-#pragma unroll
-        for (int n = 0; n < 8; ++n)
-          *reinterpret_cast<float2*>(dst + n * 8) = make_float2(o[mt][n][2 * i] * f, o[mt][n][2 * i + 1] * f);
-        if (warp == 0 && (lane & 3) == 0) sL[row] = empty ? -INFINITY : m_run[mt][i] + __log2f(l_run[mt][i]);
-      }
-    }
-    cluster_sync();
-    const int rank = int(cluster_rank());
-    const int nparts = num_splits / cluster;
-    const int part = split / cluster;
-    const int g = tid >> 7;  // two rows at a time: 128 threads x 4 dims per row
-    const int lt = tid & 127;
-    for (int row = rank + g * cluster; row < C::M; row += 2 * cluster) {
-      const int h = h0 + row;
-      if (h >= p.H) break;  // rows grow with the loop; uniform per 128-thread group
-      float ls[kMaxCluster];
-      float4 v[kMaxCluster];
-      float mx = -INFINITY;
-#pragma unroll
-      for (int r = 0; r < kMaxCluster; ++r) {
-        ls[r] = -INFINITY;
-        v[r] = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (r < cluster) {
-          ls[r] = ld_peer_f32(peer_smem(sL + row, r));
-          v[r] = ld_peer_f32x4(peer_smem(sO + row * kORow + lt * 4, r));
-          mx = fmaxf(mx, ls[r]);
-        }
-      }
-      float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-      float L = 0.f;
-      if (mx != -INFINITY) {
-#pragma unroll
-        for (int r = 0; r < kMaxCluster; ++r) {
-          // an empty partial (or one whose weight underflows) is skipped, never multiplied in
-          const float w = ls[r] == -INFINITY ? 0.f : exp2f(ls[r] - mx);
-          if (w != 0.f) {
-            acc.x += w * v[r].x; acc.y += w * v[r].y; acc.z += w * v[r].z; acc.w += w * v[r].w;
-            L += w;
-          }
-        }
-      }
-      const int64_t th = int64_t(t) * p.H + h;
-      if (nparts == 1) {
-        write_merged_row(p, th, h, lt, acc, mx, L);
-      } else {
-        const bool empty = mx == -INFINITY;
-        const float f = empty ? 0.f : 1.f / L;
-        *reinterpret_cast<float4*>(p.ws_out + (th * nparts + part) * kD + lt * 4) =
-            make_float4(acc.x * f, acc.y * f, acc.z * f, acc.w * f);
-        if (lt == 0) p.ws_lse[th * nparts + part] = empty ? -INFINITY : mx + log2f(L);
-      }
-    }
-    cluster_sync();  // a CTA's shared memory must outlive its peers' reads
-    return;
-  }
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
@@ -820,7 +701,12 @@ __global__ void __launch_bounds__(128 * G, combine_min_blocks<B, G>()) sparse_ml
   float L = 0.f;
   if (!empty)
     for (int s = 0; s < num_splits; ++s) L += sL[s] == -INFINITY ? 0.f : exp2f(sL[s] - mx);
-  write_merged_row(p, th, h, lt, o, mx, L);
+  const float lse_nat = empty ? -INFINITY : (mx + log2f(L)) * kLn2;
+  float f = empty ? 0.f : 1.f / L;
+  if (!empty && p.sink != nullptr) f *= 1.f / (1.f + expf(__ldg(p.sink + h) - lse_nat));
+  uint2 packed = make_uint2(pack_bf16(o.x * f, o.y * f), pack_bf16(o.z * f, o.w * f));
+  *reinterpret_cast<uint2*>(reinterpret_cast<__nv_bfloat16*>(p.out) + th * kD + lt * 4) = packed;
+  if (lt == 0) p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
 }
 
 // ---------------------------------------------------------------- host side
@@ -852,7 +738,7 @@ int heads_per_cta(int config, int H) {
 // The kernel for a layout, with its dynamic shared memory limit raised once per device
 // (needed both to launch it and for the occupancy query of the plan).
 template <int MT, int BN, int VEC>
-cudaError_t prepared_kernel(void (**out)(const SparseMlaParams, int, int, int)) {
+cudaError_t prepared_kernel(void (**out)(const SparseMlaParams, int, int)) {
   using C = Cfg<MT, BN>;
   auto kernel = sparse_mla_decode_kernel<MT, BN, VEC>;
   static bool attr_set[kMaxDevices] = {};
@@ -873,23 +759,11 @@ template <int MT, int BN, int VEC>
 cudaError_t launch_main(const SparseMlaParams& p, const SparseMlaPlan& plan, int head_blocks,
                         cudaStream_t stream) {
   using C = Cfg<MT, BN>;
-  void (*kernel)(const SparseMlaParams, int, int, int) = nullptr;
+  void (*kernel)(const SparseMlaParams, int, int) = nullptr;
   cudaError_t e = prepared_kernel<MT, BN, VEC>(&kernel);
   if (e != cudaSuccess) return e;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(unsigned(int64_t(p.T) * head_blocks), unsigned(plan.num_splits));
-  cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = C::SMEM;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = 1;
-  attr[0].val.clusterDim.y = unsigned(plan.cluster);
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = plan.cluster > 1 ? 1 : 0;
-  e = cudaLaunchKernelEx(&cfg, kernel, p, plan.num_splits, head_blocks, plan.cluster);
-  if (e != cudaSuccess) return e;
+  dim3 grid(unsigned(int64_t(p.T) * head_blocks), unsigned(plan.num_splits));
+  kernel<<<grid, kThreads, C::SMEM, stream>>>(p, plan.num_splits, head_blocks);
   return cudaGetLastError();
 }
 
@@ -899,7 +773,7 @@ template <int MT, int BN>
 int blocks_per_sm(int device) {
   static int cache[kMaxDevices] = {};
   if (cache[device] == 0) {
-    void (*kernel)(const SparseMlaParams, int, int, int) = nullptr;
+    void (*kernel)(const SparseMlaParams, int, int) = nullptr;
     int n = 0;
     if (prepared_kernel<MT, BN, 16>(&kernel) != cudaSuccess ||
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kThreads, Cfg<MT, BN>::SMEM) != cudaSuccess) {
@@ -973,25 +847,6 @@ cudaError_t dispatch(const SparseMlaParams& p, const SparseMlaPlan& plan, int he
   }
 }
 
-// Splits per cluster: the largest divisor of the split count up to kMaxCluster, so as few
-// partials as possible reach global memory (none when the count is <= 8). A function of
-// the split count alone, so the merge order never depends on T.
-cudaError_t choose_cluster(SparseMlaPlan* plan, int requested) {
-  if (requested > 0) {
-    if (plan->num_splits % requested != 0) return cudaErrorInvalidValue;
-    plan->cluster = requested;
-    return cudaSuccess;
-  }
-  plan->cluster = 1;
-  for (int c = kMaxCluster; c > 1; --c) {
-    if (plan->num_splits % c == 0) {
-      plan->cluster = c;
-      break;
-    }
-  }
-  return cudaSuccess;
-}
-
 bool aligned16(const SparseMlaCache& c) {
   return (reinterpret_cast<uintptr_t>(c.base) % 16 == 0) && (c.page_stride % 16 == 0);
 }
@@ -999,9 +854,9 @@ bool aligned16(const SparseMlaCache& c) {
 }  // namespace
 
 cudaError_t sparse_mla_decode_plan(int device, int T, int H, int topk, int extra_topk, int config,
-                                   int requested_splits, SparseMlaPlan* plan, int requested_cluster) {
+                                   int requested_splits, SparseMlaPlan* plan) {
   if (plan == nullptr || device < 0 || device >= kMaxDevices || T < 0 || H < 1 || H > 128 ||
-      topk < 1 || extra_topk < 0 || requested_cluster < 0 || requested_cluster > kMaxCluster)
+      topk < 1 || extra_topk < 0)
     return cudaErrorInvalidValue;
   const DeviceInfo& d = device_info(device);
   bool heads16 = config == kConfigSmall16;
@@ -1047,7 +902,7 @@ cudaError_t sparse_mla_decode_plan(int device, int T, int H, int topk, int extra
   const int head_blocks = (H + plan->heads_per_cta - 1) / plan->heads_per_cta;
   if (requested_splits > 0) {
     plan->num_splits = requested_splits < kMaxSplits ? requested_splits : kMaxSplits;
-    return choose_cluster(plan, requested_cluster);
+    return cudaSuccess;
   }
   const int tiles = (topk + plan->tile_n - 1) / plan->tile_n + (extra_topk + plan->tile_n - 1) / plan->tile_n;
   const int64_t ctas = int64_t(T) * head_blocks;
@@ -1061,35 +916,28 @@ cudaError_t sparse_mla_decode_plan(int device, int T, int H, int topk, int extra
     if (splits > kMaxSplits) splits = kMaxSplits;
     if (splits < 1) splits = 1;
   }
-  // Past 8 splits, drop to a multiple of 4 (at most 3 splits, < 1/3 of a wave's fill) so a
-  // cluster of >= 4 splits merges them on chip: a prime count (17, 23, ...) would leave
-  // clusters of 1 and every split's fp32 partial (H x 2 KB) to the global combine.
-  if (requested_cluster != 1 && splits > 8) splits -= splits % 4;
   plan->num_splits = splits;
-  return choose_cluster(plan, requested_cluster);
+  return cudaSuccess;
 }
 
 cudaError_t sparse_mla_decode_launch(const SparseMlaParams& p, const SparseMlaPlan& plan,
                                      cudaStream_t stream) {
   if (p.T == 0) return cudaSuccess;
-  if (p.H < 1 || p.H > 128 || plan.num_splits < 1 || plan.num_splits > kMaxSplits ||
-      plan.cluster < 1 || plan.cluster > kMaxCluster || plan.num_splits % plan.cluster != 0)
+  if (p.H < 1 || p.H > 128 || plan.num_splits < 1 || plan.num_splits > kMaxSplits)
     return cudaErrorInvalidValue;
-  if (sparse_mla_partials(plan) > 1 && (p.ws_out == nullptr || p.ws_lse == nullptr))
-    return cudaErrorInvalidValue;
+  if (plan.num_splits > 1 && (p.ws_out == nullptr || p.ws_lse == nullptr)) return cudaErrorInvalidValue;
   const int head_blocks = (p.H + plan.heads_per_cta - 1) / plan.heads_per_cta;
   const bool vec16 = aligned16(p.main) && (p.extra.topk == 0 || aligned16(p.extra));
   cudaError_t e = vec16 ? dispatch<16>(p, plan, head_blocks, stream)
                         : dispatch<8>(p, plan, head_blocks, stream);
-  const int nparts = sparse_mla_partials(plan);
-  if (e != cudaSuccess || nparts == 1) return e;
+  if (e != cudaSuccess || plan.num_splits == 1) return e;
   // Programmatic dependent launch (sm_90+, captured into CUDA graphs as a programmatic
   // edge): the combine's launch latency overlaps the main kernel's tail.
   int device = 0;
   e = cudaGetDevice(&device);
   if (e != cudaSuccess) return e;
   if (device < 0 || device >= kMaxDevices) return cudaErrorInvalidDevice;
-  const CombineShape cs = combine_shape(device, nparts, int64_t(p.T) * p.H);
+  const CombineShape cs = combine_shape(device, plan.num_splits, int64_t(p.T) * p.H);
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(unsigned(int64_t(p.T) * p.H));
   cfg.blockDim = dim3(unsigned(128 * cs.groups));
@@ -1100,7 +948,7 @@ cudaError_t sparse_mla_decode_launch(const SparseMlaParams& p, const SparseMlaPl
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  e = cudaLaunchKernelEx(&cfg, cs.kernel, p, nparts);
+  e = cudaLaunchKernelEx(&cfg, cs.kernel, p, plan.num_splits);
   if (e != cudaSuccess) return e;
   return cudaGetLastError();
 }

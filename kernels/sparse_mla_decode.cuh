@@ -38,8 +38,8 @@ struct SparseMlaParams {
   const float* sink = nullptr;  // [H] or null
   void* out = nullptr;          // bf16 [T, H, 512] contiguous
   float* lse = nullptr;         // fp32 [T, H] contiguous
-  float* ws_out = nullptr;      // fp32 [T, H, partials, 512] (only when partials > 1)
-  float* ws_lse = nullptr;      // fp32 [T, H, partials]      (base-2 partial lse)
+  float* ws_out = nullptr;      // fp32 [T, H, splits, 512] (only when splits > 1)
+  float* ws_lse = nullptr;      // fp32 [T, H, splits]      (base-2 partial lse)
   int T = 0;
   int H = 0;
   float sm_scale = 0.f;
@@ -57,34 +57,24 @@ struct SparseMlaPlan {
   int heads_per_cta = 0;
   int tile_n = 0;
   int num_splits = 1;  // 1: direct write, no workspace
-  int cluster = 1;     // splits per thread-block cluster (divides num_splits, <= kMaxCluster)
 };
 
 constexpr int kMaxSplits = 64;
-constexpr int kMaxCluster = 8;  // portable cluster size (SM90, SM120 and SM121 alike)
 
 // Shape-only planning (no device synchronisation, safe inside CUDA-graph capture).
 // requested_splits == 0: heuristic that fills the GPU; else clamped to [1, kMaxSplits].
-// requested_cluster: 0 = automatic, 1 = no cluster (every split writes a global partial),
-// n > 1 = n splits per cluster (must divide the split count and be <= kMaxCluster).
 cudaError_t sparse_mla_decode_plan(int device, int T, int H, int topk, int extra_topk,
-                                   int config, int requested_splits, SparseMlaPlan* plan,
-                                   int requested_cluster = 0);
+                                   int config, int requested_splits, SparseMlaPlan* plan);
 
-// Workspace floats needed by a plan: ws_out and ws_lse sizes (0 with a single partial).
-// Partials that reach global memory: a cluster of `cluster` splits merges its own through
-// distributed shared memory first, so only num_splits / cluster of them are written.
-inline int sparse_mla_partials(const SparseMlaPlan& p) {
-  return p.num_splits / (p.cluster > 0 ? p.cluster : 1);
-}
+// Workspace floats needed by a plan: ws_out and ws_lse sizes (0 when num_splits == 1).
 inline int64_t sparse_mla_ws_out_floats(const SparseMlaPlan& p, int T, int H) {
-  return sparse_mla_partials(p) > 1 ? int64_t(T) * H * sparse_mla_partials(p) * 512 : 0;
+  return p.num_splits > 1 ? int64_t(T) * H * p.num_splits * 512 : 0;
 }
 inline int64_t sparse_mla_ws_lse_floats(const SparseMlaPlan& p, int T, int H) {
-  return sparse_mla_partials(p) > 1 ? int64_t(T) * H * sparse_mla_partials(p) : 0;
+  return p.num_splits > 1 ? int64_t(T) * H * p.num_splits : 0;
 }
 
-// Launch on `stream`. Requires params.ws_* sized per the plan when it has > 1 partials.
+// Launch on `stream`. Requires params.ws_* sized per the plan when plan.num_splits > 1.
 cudaError_t sparse_mla_decode_launch(const SparseMlaParams& params, const SparseMlaPlan& plan,
                                      cudaStream_t stream);
 

@@ -107,12 +107,11 @@ std::tuple<at::Tensor, at::Tensor> run_cuda(
     const c10::optional<at::Tensor>& topk_length, const c10::optional<at::Tensor>& sink_in,
     const c10::optional<at::Tensor>& ekv, const c10::optional<at::Tensor>& eidx,
     const c10::optional<at::Tensor>& elen, double sm_scale, bool lse_base2_sink, int64_t config,
-    int64_t num_splits, int64_t cluster) {
+    int64_t num_splits) {
   check_common(q_in, kv, indices, topk_length, sink_in, ekv, eidx, elen);
   TORCH_CHECK(q_in.is_cuda(), "q must be on a CUDA device");
   TORCH_CHECK(config >= 0 && config <= 3, "config must be 0, 1, 2 or 3");
   TORCH_CHECK(num_splits >= 0 && num_splits <= dsparkctl::kMaxSplits, "num_splits must be in 0..64");
-  TORCH_CHECK(cluster >= 0 && cluster <= dsparkctl::kMaxCluster, "cluster must be in 0..8");
   const c10::cuda::CUDAGuard guard(q_in.device());
   const int64_t T = q_in.size(0), H = q_in.size(1);
   // 16-byte loads of q need 16-byte aligned rows.
@@ -149,12 +148,10 @@ std::tuple<at::Tensor, at::Tensor> run_cuda(
 
   dsparkctl::SparseMlaPlan plan;
   cudaError_t e = dsparkctl::sparse_mla_decode_plan(q.get_device(), p.T, p.H, p.main.topk, extra_topk,
-                                                     static_cast<int>(config), static_cast<int>(num_splits), &plan,
-                                                     static_cast<int>(cluster));
-  TORCH_CHECK(e == cudaSuccess, "sparse_mla_decode plan failed (cluster ", cluster, " must divide the split count ",
-              plan.num_splits, "): ", cudaGetErrorString(e));
+                                                     static_cast<int>(config), static_cast<int>(num_splits), &plan);
+  TORCH_CHECK(e == cudaSuccess, "sparse_mla_decode plan failed: ", cudaGetErrorString(e));
   at::Tensor ws_out, ws_lse;
-  if (dsparkctl::sparse_mla_partials(plan) > 1) {
+  if (plan.num_splits > 1) {
     ws_out = at::empty({dsparkctl::sparse_mla_ws_out_floats(plan, p.T, p.H)}, q.options().dtype(at::kFloat));
     ws_lse = at::empty({dsparkctl::sparse_mla_ws_lse_floats(plan, p.T, p.H)}, q.options().dtype(at::kFloat));
     p.ws_out = ws_out.data_ptr<float>();
@@ -170,7 +167,7 @@ std::tuple<at::Tensor, at::Tensor> decode_cuda(
     const c10::optional<at::Tensor>& topk_length, const c10::optional<at::Tensor>& sink,
     const c10::optional<at::Tensor>& ekv, const c10::optional<at::Tensor>& eidx,
     const c10::optional<at::Tensor>& elen, double sm_scale, bool lse_base2_sink) {
-  return run_cuda(q, kv, indices, topk_length, sink, ekv, eidx, elen, sm_scale, lse_base2_sink, 0, 0, 0);
+  return run_cuda(q, kv, indices, topk_length, sink, ekv, eidx, elen, sm_scale, lse_base2_sink, 0, 0);
 }
 
 std::tuple<at::Tensor, at::Tensor> decode_meta(
@@ -189,7 +186,7 @@ std::tuple<at::Tensor, at::Tensor> decode_cfg_meta(
     const at::Tensor& q, const at::Tensor& kv, const at::Tensor& indices,
     const c10::optional<at::Tensor>& topk_length, const c10::optional<at::Tensor>& sink,
     const c10::optional<at::Tensor>& ekv, const c10::optional<at::Tensor>& eidx,
-    const c10::optional<at::Tensor>& elen, double s, bool b, int64_t, int64_t, int64_t) {
+    const c10::optional<at::Tensor>& elen, double s, bool b, int64_t, int64_t) {
   return decode_meta(q, kv, indices, topk_length, sink, ekv, eidx, elen, s, b);
 }
 
@@ -203,7 +200,7 @@ TORCH_LIBRARY(dsparkctl, m) {
   m.def(
       "sparse_mla_decode_cfg(Tensor q, Tensor kv_cache, Tensor indices, Tensor? topk_length, "
       "Tensor? attn_sink, Tensor? extra_kv_cache, Tensor? extra_indices, Tensor? extra_topk_length, "
-      "float sm_scale, bool lse_base2_sink, int config, int num_splits, int cluster=0) -> (Tensor out, Tensor lse)");
+      "float sm_scale, bool lse_base2_sink, int config, int num_splits) -> (Tensor out, Tensor lse)");
 }
 
 TORCH_LIBRARY_IMPL(dsparkctl, CUDA, m) {

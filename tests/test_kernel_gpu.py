@@ -253,41 +253,6 @@ def test_forced_splits_including_empty_ones(splits: int, config: int) -> None:
     _check(args, out, lse)
 
 
-@pytest.mark.parametrize(
-    ("splits", "cluster"),
-    [(2, 2), (4, 4), (6, 3), (6, 6), (8, 8), (8, 2), (16, 8), (24, 6), (40, 5), (64, 8), (7, 7), (17, 0)],
-)
-@pytest.mark.parametrize("config", [ops.CONFIG_LARGE_SMEM, ops.CONFIG_SMALL_SMEM, ops.CONFIG_SMALL_SMEM_16])
-def test_cluster_merge_matches_global_combine(splits: int, cluster: int, config: int) -> None:
-    """Splits merged on chip (thread-block clusters reading each other's shared memory), alone
-    (one cluster per row: no combine kernel) or ahead of the global combine, with clusters
-    whose splits are all empty (rows of length 0, 7 tiles under 64 splits) and heads past H
-    in the last block: within tolerance, and equal to the pre-cluster path (cluster=1, every
-    split to the global combine) up to the summation order."""
-    args = _inputs(Case(t=5, h=40, topk=192, pbs=256, extra=(64, 64), sink=True, seed=91 + splits))
-    out, lse = ops.sparse_mla_decode_cfg(config=config, num_splits=splits, cluster=cluster, **args)
-    assert not torch.isnan(out).any()
-    _check(args, out, lse)
-    o1, l1 = ops.sparse_mla_decode_cfg(config=config, num_splits=splits, cluster=1, **args)
-    _check(args, o1, l1)
-    # one bf16 ulp at most: fp32 sums in another order round to a neighbouring bf16
-    assert torch.allclose(out.float(), o1.float(), rtol=2**-7, atol=1e-4)
-    assert torch.equal(torch.isinf(lse), torch.isinf(l1))
-    finite = torch.isfinite(lse)
-    assert (lse[finite] - l1[finite]).abs().max().item() <= 1e-5
-
-
-def test_cluster_must_divide_the_split_count() -> None:
-    args = _inputs(Case(t=2, h=16, topk=128, pbs=64, extra=None, sink=False, seed=97))
-    with pytest.raises(ValueError, match="must divide"):
-        ops.sparse_mla_decode_cfg(num_splits=8, cluster=3, **args)
-    with pytest.raises(RuntimeError, match="cluster 3 must divide the split count"):
-        # the automatic split count is not known in Python: the plan refuses it
-        ops.sparse_mla_decode_cfg(num_splits=0, cluster=3, config=ops.CONFIG_LARGE_SMEM,
-                                  **{**args, "q": args["q"][:1], "indices": args["indices"][:1],
-                                     "topk_length": args["topk_length"][:1]})
-
-
 @pytest.mark.parametrize("splits", [3, 5, 13, 0])
 @pytest.mark.parametrize("config", [ops.CONFIG_LARGE_SMEM, ops.CONFIG_SMALL_SMEM, ops.CONFIG_SMALL_SMEM_16])
 def test_short_lengths_under_long_topk_split(splits: int, config: int) -> None:
@@ -436,10 +401,9 @@ def test_sanitizer_subset(case: Case) -> None:
     """Small, diverse cases (OOB ids, NaN tails, both configs, splits, 8-byte path) that
     ``compute-sanitizer`` runs: ``pytest -k sanitizer_subset`` under memcheck/racecheck."""
     args = _inputs(case)
-    for config, splits, cluster in (
-        (ops.CONFIG_AUTO, 0, 0), (ops.CONFIG_SMALL_SMEM, 3, 0), (ops.CONFIG_LARGE_SMEM, 1, 0),
-        (ops.CONFIG_SMALL_SMEM_16, 20, 0), (ops.CONFIG_SMALL_SMEM, 16, 8), (ops.CONFIG_SMALL_SMEM_16, 20, 1),
+    for config, splits in (
+        (ops.CONFIG_AUTO, 0), (ops.CONFIG_SMALL_SMEM, 3), (ops.CONFIG_LARGE_SMEM, 1), (ops.CONFIG_SMALL_SMEM_16, 20),
     ):  # fmt: skip
-        out, lse = ops.sparse_mla_decode_cfg(config=config, num_splits=splits, cluster=cluster, **args)
+        out, lse = ops.sparse_mla_decode_cfg(config=config, num_splits=splits, **args)
         torch.cuda.synchronize()
         _check(args, out, lse)

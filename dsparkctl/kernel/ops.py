@@ -34,7 +34,6 @@ ENV_SO = "DSPARKCTL_KERNEL_SO"
 CONFIG_AUTO, CONFIG_LARGE_SMEM, CONFIG_SMALL_SMEM, CONFIG_SMALL_SMEM_16 = 0, 1, 2, 3
 MAX_HEADS = 128
 MAX_SPLITS = 64
-MAX_CLUSTER = 8
 
 _loaded_so: Path | None = None
 
@@ -263,7 +262,6 @@ def sparse_mla_decode_cfg(
     *,
     config: int = CONFIG_AUTO,
     num_splits: int = 0,
-    cluster: int = 0,
     topk_length: torch.Tensor | None = None,
     attn_sink: torch.Tensor | None = None,
     extra_kv_cache: torch.Tensor | None = None,
@@ -272,13 +270,10 @@ def sparse_mla_decode_cfg(
     sm_scale: float | None = None,
     lse_base2_sink: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The same op with the tile configuration, split count and cluster size pinned (0 = automatic).
+    """The same op with the tile configuration and split count pinned (0 = automatic).
 
     For tests and benchmarks: it lets the H200 exercise the small-shared-memory layout that
     SM120 GPUs use, and fixes the split count so results can be compared bit for bit.
-    ``cluster`` is the number of splits merged on chip per thread-block cluster: 1 sends
-    every split's partial to the global combine (the pre-cluster path), n > 1 must divide
-    the split count.
     """
     import torch
 
@@ -288,10 +283,6 @@ def sparse_mla_decode_cfg(
         )
     if not 0 <= num_splits <= MAX_SPLITS:
         raise ValueError(f"num_splits must be in 0..{MAX_SPLITS}, got {num_splits}")
-    if not 0 <= cluster <= MAX_CLUSTER:
-        raise ValueError(f"cluster must be in 0..{MAX_CLUSTER} (0 = automatic), got {cluster}")
-    if cluster > 1 and num_splits and num_splits % cluster:
-        raise ValueError(f"cluster {cluster} must divide num_splits {num_splits}")
     validate(
         q,
         kv_cache,
@@ -317,5 +308,4 @@ def sparse_mla_decode_cfg(
         bool(lse_base2_sink),
         int(config),
         int(num_splits),
-        int(cluster),
     )
