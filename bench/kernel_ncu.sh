@@ -10,7 +10,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/ncu-out}; mkdir -p "$OUT"
 SHAPES=${*:-t1 t1h128 ds50}
-ncu --set full --import-source no --clock-control none --cache-control none -k regex:dsparkctl -f -o "$OUT/prof" \
+ncu --set full --import-source no --clock-control none --cache-control none -k regex:sparse_mla -f -o "$OUT/prof" \
   python3 bench/kernel_profile.py ncu $SHAPES > "$OUT/ncu.log" 2>&1 || { tail -20 "$OUT/ncu.log"; exit 1; }
 ncu -i "$OUT/prof.ncu-rep" --page details --csv | gzip > "$OUT/details.csv.gz"
 ncu -i "$OUT/prof.ncu-rep" --page raw --csv | gzip > "$OUT/raw.csv.gz"
