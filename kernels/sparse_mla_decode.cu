@@ -630,7 +630,6 @@ __global__ void __launch_bounds__(128 * G, combine_min_blocks<B, G>()) sparse_ml
   static_assert(G == 1 || G == 2 || G == 4, "groups must divide the 4 accumulators");
   constexpr int R = kCombineAccs / G;  // accumulators per thread: k = g + m * G
   static_assert(B % R == 0, "a batch must cover whole rounds of this thread's accumulators");
-  __shared__ float sL[kMaxSplits];
   __shared__ float4 sAcc[G > 1 ? kCombineAccs : 1][128];
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // Programmatic dependent launch: this grid may start before the main kernel ends; wait
@@ -641,43 +640,64 @@ __global__ void __launch_bounds__(128 * G, combine_min_blocks<B, G>()) sparse_ml
   const int h = int(th % p.H);
   const int g = G == 1 ? 0 : int(threadIdx.x >> 7);
   const int lt = threadIdx.x & 127;
+  const int lane = threadIdx.x & 31;
   const float* lse_s = p.ws_lse + th * num_splits;
-  static_assert(kMaxSplits <= 128, "one lse load per thread of the smallest block");
-  if (threadIdx.x < num_splits) sL[threadIdx.x] = lse_s[threadIdx.x];
-  __syncthreads();
-  float mx = -INFINITY;
-  for (int s = 0; s < num_splits; ++s) mx = fmaxf(mx, sL[s]);
+  const float* src = p.ws_out + th * num_splits * kD + lt * 4;
+  // The first batch of partials is requested before the split lse values: those only weight
+  // the partials, so the two L2 round trips overlap (v7 waited for the lse, reduced it
+  // serially through shared memory, then loaded; ncu at T = 1: 4.3 us of a ~12 us call).
+  // The loads carry a predicate, not a branch, so a batch's are all in flight at once.
+  float4 v[B];
+#pragma unroll
+  for (int j = 0; j < B; ++j) {
+    const int s = g + j * G;
+    v[j] = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (s < num_splits) v[j] = *reinterpret_cast<const float4*>(src + int64_t(s) * kD);
+  }
+  // Every warp reduces the split lse itself, two per lane (kMaxSplits <= 64), by shuffles:
+  // the same butterfly order in every warp and for every T, so the result is deterministic.
+  static_assert(kMaxSplits <= 64, "two split lse values per lane");
+  const float l0 = lane < num_splits ? lse_s[lane] : -INFINITY;
+  const float l1 = lane + 32 < num_splits ? lse_s[lane + 32] : -INFINITY;
+  float mx = fmaxf(l0, l1);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
   const bool empty = mx == -INFINITY;
+  // weights 2^(lse - max); an empty split (lse -inf) or one that underflows weighs 0
+  const float e0 = l0 == -INFINITY ? 0.f : exp2f(l0 - mx);
+  const float e1 = l1 == -INFINITY ? 0.f : exp2f(l1 - mx);
+  float L = e0 + e1;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) L += __shfl_xor_sync(0xffffffffu, L, o);
   float4 acc[R];
 #pragma unroll
   for (int m = 0; m < R; ++m) acc[m] = make_float4(0.f, 0.f, 0.f, 0.f);
-  if (!empty) {
-    const float* src = p.ws_out + th * num_splits * kD + lt * 4;
-    for (int s0 = g; s0 < num_splits; s0 += B * G) {
-      float4 v[B];
-      float w[B];
-      // The loads carry a predicate, not a branch, so all of a batch's are in flight at
-      // once (checked in the SASS); an empty split (its partial is zeros), one past the
-      // end or an underflowed weight is skipped by the select below, never multiplied in
-      // (0 * inf would be NaN).
+  // s = g + (batch * B + j) * G, so s % 4 = g + (j % R) * G: accumulator j % R (the sum
+  // order depends on neither G nor B). s is the same in every lane of a warp, so the
+  // weight is one shuffle from lane s % 32. A zero weight is skipped, never multiplied in
+  // (an empty split's partial is zeros, but 0 * inf would be NaN).
+  auto accumulate = [&](int s0) {
 #pragma unroll
-      for (int j = 0; j < B; ++j) {
-        const int s = s0 + j * G;
-        const bool in = s < num_splits;
-        const float ls = in ? sL[s] : -INFINITY;
-        w[j] = ls == -INFINITY ? 0.f : exp2f(ls - mx);
-        v[j] = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (in) v[j] = *reinterpret_cast<const float4*>(src + int64_t(s) * kD);
-      }
-#pragma unroll
-      for (int j = 0; j < B; ++j) {
-        // s = g + (batch * B + j) * G, so s % 4 = g + (j % R) * G: accumulator j % R
-        float4& a = acc[j % R];
-        if (w[j] != 0.f) {
-          a.x += w[j] * v[j].x; a.y += w[j] * v[j].y; a.z += w[j] * v[j].z; a.w += w[j] * v[j].w;
-        }
+    for (int j = 0; j < B; ++j) {
+      const int s = s0 + j * G;
+      const float wa = __shfl_sync(0xffffffffu, e0, s & 31);
+      const float wb = __shfl_sync(0xffffffffu, e1, s & 31);
+      const float w = s < 32 ? wa : (s < num_splits ? wb : 0.f);
+      float4& a = acc[j % R];
+      if (w != 0.f) {
+        a.x += w * v[j].x; a.y += w * v[j].y; a.z += w * v[j].z; a.w += w * v[j].w;
       }
     }
+  };
+  accumulate(g);
+  for (int s0 = g + B * G; s0 < num_splits; s0 += B * G) {
+#pragma unroll
+    for (int j = 0; j < B; ++j) {
+      const int s = s0 + j * G;
+      v[j] = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (s < num_splits) v[j] = *reinterpret_cast<const float4*>(src + int64_t(s) * kD);
+    }
+    accumulate(s0);
   }
   float4 o;
   if (G == 1) {
@@ -698,9 +718,6 @@ __global__ void __launch_bounds__(128 * G, combine_min_blocks<B, G>()) sparse_ml
       o.x += a.x; o.y += a.y; o.z += a.z; o.w += a.w;
     }
   }
-  float L = 0.f;
-  if (!empty)
-    for (int s = 0; s < num_splits; ++s) L += sL[s] == -INFINITY ? 0.f : exp2f(sL[s] - mx);
   const float lse_nat = empty ? -INFINITY : (mx + log2f(L)) * kLn2;
   float f = empty ? 0.f : 1.f / L;
   if (!empty && p.sink != nullptr) f *= 1.f / (1.f + expf(__ldg(p.sink + h) - lse_nat));
