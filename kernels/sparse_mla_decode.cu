@@ -891,7 +891,12 @@ cudaError_t sparse_mla_decode_plan(int device, int T, int H, int topk, int extra
     const int tiles_s = (topk + 31) / 32 + (extra_topk + 31) / 32;
     const int64_t ctas16 = int64_t(T) * ((H + 15) / 16);
     const int64_t wave16 = int64_t(d.sms) * plan_blocks_per_sm(device, kConfigSmall, 16);
-    if (ctas16 > 0 && ctas16 * tiles_s <= wave16) {
+    // v10: at >= 64 heads also up to 5/3 of that wave (v9 H200 sweep, automatic split count:
+    // T = 1 H = 128 +1024, 288 CTA-tiles, 16.6 vs 17.9 us; DSpark +512 T = 5, 440, 17.7 vs
+    // 19.2; while at 32 heads T = 8 +512, 320, it loses, 17.4 vs 15.0, and from 600 CTA-tiles
+    // on it loses at every head count). Fitted to two H200 points: re-check on SM120.
+    const int64_t work16 = ctas16 * tiles_s;
+    if (ctas16 > 0 && (work16 <= wave16 || (H >= 64 && 3 * work16 <= 5 * wave16))) {
       config = kConfigSmall;
       heads16 = true;
     }
