@@ -212,14 +212,14 @@ def render_cluster(doc: dict[str, Any], console: Console) -> None:
     console.print(t)
     for node, info in (doc.get("nodes") or {}).items():
         p2p = info.get("p2p") or []
+        topo = info.get("topology") or []
         if len(p2p) > 1:
-            m = Table(title=f"P2P access, {node}")
+            m = Table(title=f"P2P access and link, {node}")
             m.add_column("")
             for i in range(len(p2p)):
                 m.add_column(f"GPU{i}")
             for i, row in enumerate(p2p):
-                m.add_row(f"GPU{i}", *["X" if i == j else ("yes" if v else "no" if v is False else "?")
-                                      for j, v in enumerate(row)])
+                m.add_row(f"GPU{i}", *["X" if i == j else _p2p_cell(v, topo, i, j) for j, v in enumerate(row)])
             console.print(m)
     ar = doc.get("allreduce") or []
     if ar:
@@ -228,10 +228,29 @@ def render_cluster(doc: dict[str, Any], console: Console) -> None:
             a.add_column(col)
         for row in ar:
             bw = row.get("bus_bandwidth_gbps")
-            a.add_row(str(row.get("group")), str(row.get("bytes")), str(row.get("correct")),
+            a.add_row(str(row.get("group")), _size(row.get("bytes")), str(row.get("correct")),
                       f"{row.get('time_us', 0):.1f}", f"{bw:.2f}" if bw else "-")
         console.print(a)
     render_findings(doc, console)
+
+
+def _p2p_cell(ok: object, topo: list, i: int, j: int) -> str:
+    """yes / no / ? plus the link NVML reports (NV18, PIX, SYS, ...) where the topology is known."""
+    word = "yes" if ok else "no" if ok is False else "?"
+    try:
+        link = topo[i][j]
+    except (IndexError, TypeError):
+        link = None
+    return f"{word} ({link})" if link and link != "X" else word
+
+
+def _size(nbytes: object) -> str:
+    if not isinstance(nbytes, int):
+        return str(nbytes)
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if nbytes >= scale and nbytes % scale == 0:
+            return f"{nbytes // scale} {unit}"
+    return f"{nbytes} B"
 
 
 def render_routing(routing: dict[str, Any], console: Console) -> None:

@@ -157,3 +157,24 @@ def test_allreduce_timing_excludes_the_lazy_connect() -> None:
     assert all(r["correct"] for r in rows)
     assert all(r["time_us"] < 50_000 for r in rows), rows
     assert fake.calls == 2 * (1 + 2 + 2 * 4)
+
+
+def test_cluster_report_shows_links_and_message_sizes() -> None:
+    from rich.console import Console
+
+    from dsparkctl.report import render_cluster
+
+    topo = {"topology": [["X", "NV18"], ["NV18", "X"]], "p2p": [[None, True], [True, None]]}
+    rep = {"rank": 0, "node": "n0", "packages": {}, "findings": [], "verdict": "healthy",
+           "gpus": [], "env": {}, "gpu_topology": topo,
+           "allreduce": {"group": [0, 1], "completed": True, "error": None,
+                         "results": [{"bytes": 4096, "correct": True, "time_us": 27.2,
+                                      "bus_bandwidth_gbps": 0.15},
+                                     {"bytes": 256 << 20, "correct": True, "time_us": 894.0,
+                                      "bus_bandwidth_gbps": 300.3}]}}
+    doc = cluster.merge([rep, {**rep, "rank": 1}])
+    console = Console(record=True, width=120)
+    render_cluster(doc, console)
+    text = console.export_text()
+    assert "yes (NV18)" in text
+    assert "256 MiB" in text and "4 KiB" in text and "300.30" in text
