@@ -24,7 +24,28 @@ def emit_json(obj: Any) -> None:
     sys.stdout.flush()
 
 
+def _json_requested(argv: list[str]) -> str | None:
+    """The command's name when this invocation asked for ``--json`` (None otherwise).
+
+    Read from argv because a usage error can be raised before (or outside) the command
+    function that parsed the flag; a script piping ``--json`` still gets a document.
+    """
+    args = argv[1:]
+    if "--json" not in args:
+        return None
+    words = [a for a in args if not a.startswith("-")]
+    return words[0] if words else "dsparkctl"
+
+
 def fail_usage(message: str, code: int = 2) -> NoReturn:
-    """One clear line on stderr and the documented exit code; never a traceback."""
+    """One clear line on stderr and the documented exit code; never a traceback. Under
+    ``--json`` stdout also gets a document, so a script parsing it sees why there is no
+    verdict instead of an empty stream."""
     err_console.print(Text.assemble(("error: ", "bold red"), message), soft_wrap=True)
+    command = _json_requested(sys.argv)
+    if command is not None:
+        from dsparkctl.findings import SCHEMA_VERSION
+
+        emit_json({"schema_version": SCHEMA_VERSION, "command": command, "verdict": "unknown",
+                   "error": message, "findings": []})
     raise typer.Exit(code)

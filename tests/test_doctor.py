@@ -137,10 +137,23 @@ def test_human_report_has_sections(site) -> None:
     ],
 )
 def test_bad_input_is_one_clear_line(args: tuple[str, ...], needle: str, tmp_path: Path) -> None:
-    code, _, out = doctor(*args, "--json")
+    code, doc, out = doctor(*args, "--json")
     assert code == 2, out
     assert "Traceback" not in out
     assert needle.lower() in out.lower()
+    # --json: the reason also reaches stdout as a document, not an empty stream
+    assert doc is not None, out
+    assert doc["schema_version"] == 1 and doc["command"] == "doctor"
+    assert doc["verdict"] == "unknown" and needle.lower() in doc["error"].lower()
+
+
+def test_usage_error_json_document_only_under_json() -> None:
+    res = subprocess.run([sys.executable, "-m", "dsparkctl", "doctor", "--python", "/nonexistent/python"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2 and res.stdout == "" and "/nonexistent/python" in res.stderr
+    code, doc, out = doctor("--python", "/nonexistent/python", "--json")
+    assert code == 2 and doc is not None and doc["verdict"] == "unknown", out
+    assert doc["findings"] == [] and "/nonexistent/python" in doc["error"]
 
 
 def test_malformed_config_json(tmp_path: Path) -> None:
