@@ -613,7 +613,8 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
 //    resident blocks; else fewer groups with more batches each (v6 measured +3-10% on mid
 //    shapes whose 512-thread, 64-register blocks spilled into a second wave);
 //  - B = 4 for <= 4 splits at G = 1 (<= 40 registers, 12 blocks per SM as v5: large grids of
-//    few-split rows are throughput-bound), else 8.
+//    few-split rows are throughput-bound), 10 for 33-40 splits at G = 4 (v11: T = 1 calls with
+//    a 1024 extra cache have 36), else 8.
 // The sum order is fixed whatever G and B are: split s goes to accumulator s % 4 (in
 // increasing s) and the result is ((a0 + a1) + a2) + a3. So a call's output does not depend
 // on T (the verify path's rows equal one-row calls bitwise at a forced layout and split
@@ -838,6 +839,10 @@ struct CombineShape {
 // the batch from the splits per group. Shapes and cached device attributes only (graph safe).
 CombineShape combine_shape(int device, int num_splits, int64_t rows) {
   const int64_t sms = device_info(device).sms;
+  // 33-40 splits (every T = 1 call with a 1024 extra cache: 36 tiles): one batch of 10 loads
+  // per thread instead of a second L2 round trip for the last splits.
+  if (num_splits > 32 && num_splits <= 40 && rows <= sms * combine_blocks_per_sm<10, 4>(device))
+    return {sparse_mla_combine_kernel<10, 4>, 4};
   if (num_splits > 16 && rows <= sms * combine_blocks_per_sm<8, 4>(device))
     return {sparse_mla_combine_kernel<8, 4>, 4};
   if (num_splits > 8 && rows <= sms * combine_blocks_per_sm<8, 2>(device))
