@@ -403,6 +403,7 @@ def test_sanitizer_subset(case: Case) -> None:
     args = _inputs(case)
     for config, splits in (
         (ops.CONFIG_AUTO, 0), (ops.CONFIG_SMALL_SMEM, 3), (ops.CONFIG_LARGE_SMEM, 1), (ops.CONFIG_SMALL_SMEM_16, 20),
+        (ops.CONFIG_SMALL_SMEM_16, 36),  # the 10-load combine batch (33-40 splits)
     ):  # fmt: skip
         out, lse = ops.sparse_mla_decode_cfg(config=config, num_splits=splits, **args)
         torch.cuda.synchronize()
