@@ -10,7 +10,8 @@ Two steps, both read from the wheels:
    ``<= max_bs`` and ``max_bs`` appended. An explicit ``--cuda-graph-bs-decode``
    list replaces the ladder (and ``max_bs`` becomes its maximum). Identical in
    0.5.16, 0.5.17 (``srt/server_args.py:4937``), 0.5.18, 0.5.19
-   (``srt/arg_groups/cuda_graph_hook.py:512``), 0.5.20 (``:577``) and 0.5.23 (``:500``).
+   (``srt/arg_groups/cuda_graph_hook.py:512``), 0.5.20 (``:577``), 0.5.21, 0.5.22 and
+   0.5.23 (``:500``).
 2. The runner's clamp (``get_batch_sizes_to_capture``,
    ``srt/model_executor/runner/base_cuda_graph_runner.py:61`` in 0.5.17, ``:65`` in
    0.5.23): ``limit = ceil_align(max requests per worker, alignment)``; if the
@@ -50,9 +51,7 @@ _SPEC: tuple[Segment, ...] = ((1, 8, 1), (10, 32, 2), (40, 64, 4), (72, 256, 8),
 _PLAIN: tuple[Segment, ...] = ((1, 2, 1), (4, 12, 4), (16, 256, 8), (272, 511, 16), (512, None, 32))
 
 LADDERS: tuple[LadderRule, ...] = (
-    LadderRule(">=0.5.16,<0.5.21", _SPEC, _PLAIN),
-    LadderRule(">=0.5.21,<0.5.23", _SPEC, _PLAIN, verified=False),
-    LadderRule("==0.5.23.*", _SPEC, _PLAIN),
+    LadderRule(">=0.5.16,<0.5.24", _SPEC, _PLAIN),
 )
 
 

@@ -47,8 +47,11 @@ sglang==X``); file:line references are to those wheels:
   -prefill, so sglang rejects them as ambiguous); ``--attn-dp-size`` replaces
   ``--dp-size N --enable-dp-attention`` in 0.5.23.
 
-0.5.21 and 0.5.22 were not read; they share the 0.5.20 and 0.5.23 behaviour on
-every rule above, so they are covered by the range with ``verified=False``.
+0.5.21 and 0.5.22 were read too: 0.5.21 behaves as 0.5.20 (pins FlashInfer
+0.6.18; no ``--attn-dp-size``, no clamp), 0.5.22 as 0.5.23 (pins 0.7.1;
+``--attn-dp-size`` and the clamp, ``arg_groups/memory_hook.py:182-188``; its
+``flash_mla_sm120.py`` is byte-identical to 0.5.23's). The tests check each
+row's pin, shim routing, flags and clamp against the wheels.
 """
 
 from __future__ import annotations
@@ -136,7 +139,8 @@ RULES: tuple[SglangRule, ...] = (
     _row("==0.5.18.*", "0.6.17", new=False),
     _row("==0.5.19.*", "0.6.18", new=False),
     _row("==0.5.20.*", "0.6.18", new=True),
-    _row(">=0.5.21,<0.5.23", None, verified=False, new=True),
+    _row("==0.5.21.*", "0.6.18", new=True),
+    _row("==0.5.22.*", "0.7.1", new=True, attn_dp=True, clamp=True),
     _row("==0.5.23.*", "0.7.2", new=True, attn_dp=True, clamp=True),
 )
 LATEST = RULES[-1]

@@ -21,7 +21,7 @@ from dsparkctl.ladder import capture_batch_sizes, clamp_to_runner, ladder_rule
 
 pytestmark = pytest.mark.network
 
-VERSIONS = ("0.5.17", "0.5.19", "0.5.23")
+VERSIONS = ("0.5.17", "0.5.19", "0.5.21", "0.5.22", "0.5.23")
 MAX_BS = (*range(1, 70), 72, 80, 100, 128, 160, 255, 256, 257, 271, 272, 300, 511, 512, 513, 600)
 
 
@@ -108,7 +108,8 @@ def test_explicit_list_is_kept_and_bad_input_refused() -> None:
 
 def test_unknown_versions_fall_back_to_newest_unverified() -> None:
     assert ladder_rule("0.5.17")[1] is True
-    assert ladder_rule("0.5.22")[1] is False
+    assert ladder_rule("0.5.22")[1] is True
+    assert ladder_rule("0.5.15")[1] is False
     assert ladder_rule("0.9.0")[1] is False
     assert ladder_rule(None)[1] is False
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 import sys
 import types
 from pathlib import Path
@@ -230,7 +231,29 @@ def _sg(wheels: Any, version: str, rel: str) -> str:
     return (Path(wheels.unpacked("sglang", version)) / rel).read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("version", ["0.5.17", "0.5.19", "0.5.23"])
+READ_VERSIONS = ["0.5.17", "0.5.19", "0.5.21", "0.5.22", "0.5.23"]
+
+
+@pytest.mark.parametrize("version", READ_VERSIONS)
+def test_rule_row_matches_the_wheel(wheels: Any, version: str) -> None:
+    """Each row's pinned FlashInfer, shim routing, --attn-dp-size flag and max_bs clamp, read
+    from that SGLang release's own files."""
+    root = Path(wheels.unpacked("sglang", version))
+    match = rule_for(version)
+    assert match.exact and match.note is None
+    rule = match.rule
+    meta = (root / f"sglang-{version}.dist-info" / "METADATA").read_text(encoding="utf-8")
+    pin = re.search(r"^Requires-Dist: flashinfer_python(?:\[[^\]]*\])?==(\S+)", meta, re.M)
+    assert pin is not None and pin.group(1) == rule.pinned_flashinfer
+    shim = _sg(wheels, version, "sglang/kernels/ops/attention/flash_mla_sm120.py")
+    assert ("if q.shape[0] > SM120_DECODE_MAX_TOKENS" in shim) == rule.shim_routes_large_to_prefill
+    srt = [p.read_text(encoding="utf-8") for p in (root / "sglang/srt").rglob("*.py")]
+    assert any("--attn-dp-size" in t for t in srt) == rule.attn_dp_size_flag
+    clamp = "decode_cuda_graph_config.max_bs = cfg.max_running_requests"
+    assert any(clamp in t for t in srt) == rule.clamp_default_max_bs_to_running
+
+
+@pytest.mark.parametrize("version", READ_VERSIONS)
 def test_constants_and_draft_padding_in_sglang(wheels: Any, version: str) -> None:
     backend = ast.parse(_sg(wheels, version, "sglang/srt/layers/attention/deepseek_v4_backend.py"))
     consts = {t.id: n.value.value for n in backend.body if isinstance(n, ast.Assign)
