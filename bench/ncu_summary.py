@@ -71,10 +71,42 @@ def stalls(source: Path, top: int) -> list[str]:
         why = Counter({h: sum(int(r[col[h]] or 0) for r in body) for h in reasons})
         out.append(f"== {short}: {len(body)} SASS instructions, {total} stall samples")
         out.append("   reasons: " + ", ".join(f"{h[6:]} {100 * n / max(total, 1):.0f}%" for h, n in why.most_common(8) if n))
+        out.extend(by_opcode(body, col, samples, reasons))
         base = int(body[0][0], 16) if body else 0
         for r in sorted(body, key=lambda r: -int(r[samples] or 0))[:top]:
             top_reason = max(reasons, key=lambda h: int(r[col[h]] or 0))
             out.append(f"   {int(r[samples] or 0):6d} +{int(r[0], 16) - base:#07x} {top_reason[6:]:<14} {r[1].strip()}")
+    return out
+
+
+def opcode(sass: str) -> str:
+    """The opcode family of one SASS line: predicate and modifiers dropped (HMMA.16816.F32 -> HMMA)."""
+    words = sass.strip().split()
+    if words and words[0].startswith("@"):
+        words = words[1:]
+    return words[0].split(".")[0] if words else "?"
+
+
+def by_opcode(body: list[list[str]], col: dict[str, int], samples: int, reasons: list[str]) -> list[str]:
+    """Stall samples and executed instructions per opcode family: which kind of work a phase waits on
+    (HMMA: tensor pipe, BAR: barriers, LDSM/LDS/STS: shared memory, F2FP/FMUL/...: dequantisation)."""
+    executed = col.get("Instructions Executed")
+    per: dict[str, list[int]] = {}
+    why: dict[str, Counter] = {}
+    for r in body:
+        op = opcode(r[1])
+        n = int(r[samples] or 0)
+        e = int(float(r[executed] or 0)) if executed is not None else 0
+        acc = per.setdefault(op, [0, 0])
+        acc[0] += n
+        acc[1] += e
+        why.setdefault(op, Counter()).update({h[6:]: int(r[col[h]] or 0) for h in reasons})
+    total = max(sum(v[0] for v in per.values()), 1)
+    total_e = max(sum(v[1] for v in per.values()), 1)
+    out = ["   by opcode (stall samples %, executed %, top reasons):"]
+    for op, (n, e) in sorted(per.items(), key=lambda kv: -kv[1][0])[:14]:
+        top = ", ".join(f"{k} {100 * v / max(n, 1):.0f}%" for k, v in why[op].most_common(2) if v)
+        out.append(f"     {op:<8} {100 * n / total:5.1f}% {100 * e / total_e:5.1f}%  {top}")
     return out
 
 
