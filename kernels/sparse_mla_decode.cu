@@ -52,7 +52,7 @@ struct Cfg {
   static constexpr int OFF_RMAX = OFF_PLO + P_BYTES;
   static constexpr int OFF_RSUM = OFF_RMAX + RED_BYTES;
   static constexpr int OFF_IDX = OFF_RSUM + RED_BYTES;
-  static constexpr int OFF_RAW = OFF_IDX + 2 * BN * 4;          // raw tile bytes [BN][576]
+  static constexpr int OFF_RAW = OFF_IDX + 2 * BN * 16;         // raw tile bytes [BN][576]
   static constexpr int OFF_SCALE = OFF_RAW + BN * kRowBytes;    // [2][BN][8] scale slots
   static constexpr int SMEM = OFF_SCALE + 2 * BN * 8;
   static_assert(S_WARPS <= kWarps, "S phase needs at most 8 warps");
@@ -139,8 +139,11 @@ struct Tile {
   static constexpr int NPT = (TOTAL + kThreads - 1) / kThreads;
   using Vec = typename std::conditional<VEC == 16, uint4, uint2>::type;
 
-  // sIdx: this tile's validated slot ids (-1 = invalid: zero-filled, never read).
-  static __device__ __forceinline__ void prefetch(const SparseMlaCache& c, const int* sIdx, uint8_t* sRaw,
+  // sOff: this tile's candidates as byte offsets into the cache, [0][BN] of the data row and
+  // [1][BN] of its scale bytes; -1 = invalid (zero-filled, never read). The publisher of the
+  // ids computed them once per candidate: the page division by the run-time page size was
+  // ~48 instructions per chunk here (v11 ncu, big shape: 15.6% of the main kernel's stall samples).
+  static __device__ __forceinline__ void prefetch(const SparseMlaCache& c, const int64_t* sOff, uint8_t* sRaw,
                                                   uint8_t* sScale, int tid) {
 #pragma unroll
     for (int j = 0; j < NPT; ++j) {
@@ -148,24 +151,12 @@ struct Tile {
       if (TOTAL % kThreads != 0 && k >= TOTAL) break;
       const int cand = k / CPC;
       const int ch = k - cand * CPC;
-      const int32_t id = sIdx[cand];
-      const uint8_t* src = c.base;
-      if (id >= 0) {
-        const uint32_t page = uint32_t(id) / uint32_t(c.pbs);
-        const uint32_t row = uint32_t(id) - page * uint32_t(c.pbs);
-        src = c.base + int64_t(page) * c.page_stride + int64_t(row) * kRowBytes + ch * VEC;
-      }
-      cp_async<VEC>(sRaw + k * VEC, src, id >= 0);
+      const int64_t off = sOff[cand];
+      cp_async<VEC>(sRaw + k * VEC, c.base + (off >= 0 ? off + ch * VEC : 0), off >= 0);
     }
     if (tid < BN) {
-      const int32_t id = sIdx[tid];
-      const uint8_t* src = c.base;
-      if (id >= 0) {
-        const uint32_t page = uint32_t(id) / uint32_t(c.pbs);
-        const uint32_t row = uint32_t(id) - page * uint32_t(c.pbs);
-        src = c.base + int64_t(page) * c.page_stride + int64_t(c.pbs) * kRowBytes + int64_t(row) * 8;
-      }
-      cp_async<8>(sScale + tid * 8, src, id >= 0);
+      const int64_t off = sOff[BN + tid];
+      cp_async<8>(sScale + tid * 8, c.base + (off >= 0 ? off : 0), off >= 0);
     }
     cp_async_commit();
   }
@@ -220,8 +211,20 @@ __device__ __forceinline__ int clamp_len(const int32_t* lengths, int64_t stride,
 __device__ __forceinline__ int32_t load_id(const SparseMlaCache& c, int t, int pos, int len) {
   return pos < len ? __ldg(c.indices + int64_t(t) * c.indices_stride + pos) : -1;
 }
-__device__ __forceinline__ int32_t validate_id(const SparseMlaCache& c, int32_t id) {
-  return (id >= 0 && int64_t(id) < c.num_slots) ? id : -1;
+// Validate a raw slot id (< 0, >= num_slots: invalid) and publish the candidate as the byte
+// offsets of its data row and of its scale bytes (-1, -1 when invalid) for the tile loader.
+__device__ __forceinline__ void publish_id(const SparseMlaCache& c, int32_t id, int64_t* sOff, int BN,
+                                           int cand) {
+  int64_t off = -1, soff = -1;
+  if (id >= 0 && int64_t(id) < c.num_slots) {
+    const uint32_t page = uint32_t(id) / uint32_t(c.pbs);
+    const uint32_t row = uint32_t(id) - page * uint32_t(c.pbs);
+    const int64_t pbase = int64_t(page) * c.page_stride;
+    off = pbase + int64_t(row) * kRowBytes;
+    soff = pbase + int64_t(c.pbs) * kRowBytes + int64_t(row) * 8;
+  }
+  sOff[cand] = off;
+  sOff[BN + cand] = soff;
 }
 
 __device__ __forceinline__ float finish_lse(bool empty, float lse_nat, const float* sink, int h,
@@ -266,7 +269,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   __nv_bfloat16* sPlo = reinterpret_cast<__nv_bfloat16*>(smem + C::OFF_PLO);
   float* sRmax = reinterpret_cast<float*>(smem + C::OFF_RMAX);
   float* sRsum = reinterpret_cast<float*>(smem + C::OFF_RSUM);
-  int* sIdx = reinterpret_cast<int*>(smem + C::OFF_IDX);  // [2][BN] validated ids, by tile parity
+  int64_t* sOff = reinterpret_cast<int64_t*>(smem + C::OFF_IDX);  // [2 parity][2][BN] (Tile::prefetch)
   uint8_t* sRaw = smem + C::OFF_RAW;
   uint8_t* sScale = smem + C::OFF_SCALE;  // [2][BN * 8], by tile parity
 
@@ -350,7 +353,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         tile_src(it, c, pos0, len);
         const int f = it < nt_m ? it : ntf_m + (it - nt_m);
         const int32_t raw = f == sb + r ? (pos0 + tid < len ? spec[r] : -1) : load_id(*c, t, pos0 + tid, len);
-        sIdx[(it & 1) * BN + tid] = validate_id(*c, raw);
+        publish_id(*c, raw, sOff + (it & 1) * 2 * BN, BN, tid);
       }
     }
   }
@@ -382,11 +385,11 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   const int nw = warp / MT;  // S phase: n-slice of this warp
   const bool s_active = warp < C::S_WARPS;
 
-  __syncthreads();  // sIdx of the first tiles is visible
+  __syncthreads();  // the first tiles' offsets are visible
   if (tile_begin < tile_end) {
     const SparseMlaCache* c; int pos0, len;
     tile_src(tile_begin, c, pos0, len);
-    TileT::prefetch(*c, sIdx + (tile_begin & 1) * BN, sRaw, sScale + (tile_begin & 1) * BN * 8, tid);
+    TileT::prefetch(*c, sOff + (tile_begin & 1) * 2 * BN, sRaw, sScale + (tile_begin & 1) * BN * 8, tid);
   }
 
   for (int it = tile_begin; it < tile_end; ++it) {
@@ -396,7 +399,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     if (it + 1 < tile_end) {
       const SparseMlaCache* c; int pos0, len;
       tile_src(it + 1, c, pos0, len);
-      TileT::prefetch(*c, sIdx + ((it + 1) & 1) * BN, sRaw, sScale + ((it + 1) & 1) * BN * 8, tid);
+      TileT::prefetch(*c, sOff + ((it + 1) & 1) * 2 * BN, sRaw, sScale + ((it + 1) & 1) * BN * 8, tid);
     }
     // ids of tile it+2: loaded now, validated and published after the S phase
     int32_t next_id = -1;
@@ -405,7 +408,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       tile_src(it + 2, c, pos0, len);
       next_id = load_id(*c, t, pos0 + tid, len);
     }
-    const int* sValidIds = sIdx + (it & 1) * BN;  // this tile's ids (-1 = invalid)
+    const int64_t* sValid = sOff + (it & 1) * 2 * BN;  // this tile's row offsets (-1 = invalid)
     __syncthreads();
 
     // ---- S = Q K^T for a 16 x (8*NTW) slice
@@ -459,7 +462,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
           const int col = cn + n * 8 + (lane & 3) * 2 + (c & 1);
-          const float s = sValidIds[col] >= 0 ? sacc[n][c] * scale_log2 : -INFINITY;
+          const float s = sValid[col] >= 0 ? sacc[n][c] * scale_log2 : -INFINITY;
           sacc[n][c] = s;
           rmax[c >> 1] = fmaxf(rmax[c >> 1], s);
         }
@@ -519,7 +522,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     if (tid < BN && it + 2 < tile_end) {
       const SparseMlaCache* c; int pos0, len;
       tile_src(it + 2, c, pos0, len);
-      sIdx[(it & 1) * BN + tid] = validate_id(*c, next_id);
+      publish_id(*c, next_id, sOff + (it & 1) * 2 * BN, BN, tid);
     }
     __syncthreads();
 
