@@ -49,12 +49,14 @@ struct Cfg {
   static constexpr int OFF_KV = OFF_Q + Q_BYTES;
   static constexpr int OFF_P = OFF_KV + KV_BYTES;
   static constexpr int OFF_PLO = OFF_P + P_BYTES;
-  static constexpr int OFF_RMAX = OFF_PLO + P_BYTES;
+  static constexpr int OFF_P16 = OFF_PLO + P_BYTES;  // fp16 P, scaled to the tile's V exponent
+  static constexpr int OFF_RMAX = OFF_P16 + P_BYTES;
   static constexpr int OFF_RSUM = OFF_RMAX + RED_BYTES;
   static constexpr int OFF_IDX = OFF_RSUM + RED_BYTES;
   static constexpr int OFF_RAW = OFF_IDX + 2 * BN * 16;         // raw tile bytes [BN][576]
   static constexpr int OFF_SCALE = OFF_RAW + BN * kRowBytes;    // [2][BN][8] scale slots
-  static constexpr int SMEM = OFF_SCALE + 2 * BN * 8;
+  static constexpr int OFF_QMAX = OFF_SCALE + 2 * BN * 8;     // [M][2] |q| nope max bits, per half row
+  static constexpr int SMEM = OFF_QMAX + M * 2 * 4;
   static_assert(S_WARPS <= kWarps, "S phase needs at most 8 warps");
   static_assert(NTW == 1 || NTW % 2 == 0, "n-tiles per warp: 1 or even");
   static_assert(BN % 16 == 0, "BN multiple of 16");
@@ -108,15 +110,46 @@ __device__ __forceinline__ float fast_exp2(float x) {
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
 }
-__device__ __forceinline__ float ue8m0(uint32_t b) {
-  // 2^(b-127); b == 0 is the fp32 denormal 2^-127, b == 255 gives +inf.
-  return b == 0 ? __uint_as_float(0x00400000u) : __uint_as_float(b << 23);
+__device__ __forceinline__ void mma_f16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                        uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
-__device__ __forceinline__ uint32_t fp8x2_to_bf16x2(uint32_t two, float s) {
+// 2^k for any int k: exact wherever fp32 holds the power (denormals included), 0 below, inf above.
+__device__ __forceinline__ float pow2i(int k) {
+  if (k > 127) return INFINITY;
+  if (k >= -126) return __int_as_float((k + 127) << 23);
+  if (k >= -149) return __int_as_float(1 << (k + 149));
+  return 0.f;
+}
+// x * 2^k in two exact steps (each half of k is an fp32 normal power for |k| <= 252, and both
+// halves share k's sign, so the intermediate never under- or overflows before the result does).
+__device__ __forceinline__ float times_pow2(float x, int k) {
+  const int a = k / 2;
+  return x * pow2i(a) * pow2i(k - a);
+}
+// The nope V tile holds e4m3 values times 2^(scale byte - tile max byte) in fp16, two per
+// word: the fp16 multiplier 2^d (d <= 0; subnormal below 2^-14, 0 below 2^-24) for one chunk.
+// E8M0 255 is NaN (OCP MX): its values become NaN, as NaN scales should.
+__device__ __forceinline__ uint32_t f16_pow2x2(uint32_t b, uint32_t maxb) {
+  if (b == 255u) return 0x7e007e00u;
+  const int d = int(b) - int(maxb);
+  const uint32_t h = d >= -14 ? uint32_t(d + 15) << 10 : (d >= -24 ? 1u << (d + 24) : 0u);
+  return h | (h << 16);
+}
+// e4m3 x2 -> fp16 x2 (exact, hardware convert) times a power-of-two multiplier (one HMUL2,
+// exact unless the product falls into fp16's subnormal range, where it rounds to nearest).
+__device__ __forceinline__ uint32_t fp8x2_to_f16x2(uint32_t two, uint32_t mult) {
   __half2_raw hr = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(two), __NV_E4M3);
-  float2 f = __half22float2(*reinterpret_cast<__half2*>(&hr));
-  __nv_bfloat162 b = __floats2bfloat162_rn(f.x * s, f.y * s);
-  return *reinterpret_cast<uint32_t*>(&b);
+  const __half2 r = __hmul2(*reinterpret_cast<__half2*>(&hr), *reinterpret_cast<const __half2*>(&mult));
+  return *reinterpret_cast<const uint32_t*>(&r);
+}
+__device__ __forceinline__ uint32_t pack_f16(float a, float b) {
+  const __half2 v = __floats2half2_rn(a, b);
+  return *reinterpret_cast<const uint32_t*>(&v);
 }
 __device__ __forceinline__ uint32_t pack_bf16(float a, float b) {
   __nv_bfloat162 v = __floats2bfloat162_rn(a, b);
@@ -161,9 +194,10 @@ struct Tile {
     cp_async_commit();
   }
 
-  // Dequantize this thread's chunks: FP8 * 2^(scale-127) -> bf16 (exact), rope copied.
+  // Dequantize this thread's chunks: nope FP8 * 2^(scale - maxb) -> fp16 (the tile's V is
+  // this times 2^(maxb - 127), applied to P and the accumulators instead), rope bf16 copied.
   static __device__ __forceinline__ void store(const uint8_t* sRaw, const uint8_t* sScale, __nv_bfloat16* sKV,
-                                               int tid) {
+                                               int tid, uint32_t maxb) {
 #pragma unroll
     for (int j = 0; j < NPT; ++j) {
       const int k = tid + j * kThreads;
@@ -174,12 +208,12 @@ struct Tile {
       const Vec r = *reinterpret_cast<const Vec*>(sRaw + k * VEC);
       if (ch < NOPE_CH) {
         const uint32_t* w = reinterpret_cast<const uint32_t*>(&r);
-        const float s = ue8m0(sScale[cand * 8 + (ch * VEC) / 64]);
+        const uint32_t mult = f16_pow2x2(sScale[cand * 8 + (ch * VEC) / 64], maxb);
         uint32_t o[VEC / 2];
 #pragma unroll
         for (int i = 0; i < VEC / 4; ++i) {
-          o[2 * i] = fp8x2_to_bf16x2(w[i] & 0xffffu, s);
-          o[2 * i + 1] = fp8x2_to_bf16x2(w[i] >> 16, s);
+          o[2 * i] = fp8x2_to_f16x2(w[i] & 0xffffu, mult);
+          o[2 * i + 1] = fp8x2_to_f16x2(w[i] >> 16, mult);
         }
         uint4* dst = reinterpret_cast<uint4*>(row + ch * VEC);
         if constexpr (VEC == 16) {
@@ -199,6 +233,32 @@ struct Tile {
     }
   }
 };
+
+// The tile's largest nope scale byte (its V exponent + 127), by every warp for itself (no
+// barrier): byte 7 of a scale slot is padding, 255 (NaN) is not a magnitude. Invalid
+// candidates' slots were zero-filled, so they never raise it.
+template <int BN>
+__device__ __forceinline__ uint32_t tile_max_scale(const uint8_t* sScaleTile, int lane) {
+  uint32_t m = 0;
+#pragma unroll
+  for (int c = lane; c < BN; c += 32) {
+    uint2 w = *reinterpret_cast<const uint2*>(sScaleTile + c * 8);
+    w.y &= 0x00ffffffu;
+    w.x &= ~__vcmpeq4(w.x, 0xffffffffu);
+    w.y &= ~__vcmpeq4(w.y, 0xffffffffu);
+    m = __vmaxu4(m, __vmaxu4(w.x, w.y));
+  }
+  m = __vmaxu4(m, m >> 16);
+  m = __vmaxu4(m, m >> 8) & 0xffu;
+  return __reduce_max_sync(0xffffffffu, m);
+}
+
+// Exponent shift of one Q row's nope part into fp16: from the largest |q| (bf16 magnitude
+// bits), so the row's largest value lands in [2^14, 2^15). 0 for zero / inf / NaN rows.
+__device__ __forceinline__ int q_row_shift(uint32_t m0, uint32_t m1) {
+  const uint32_t e = (m0 > m1 ? m0 : m1) >> 7;
+  return (e == 0u || e >= 255u) ? 0 : int(e) - 127 - 14;
+}
 
 __device__ __forceinline__ int clamp_len(const int32_t* lengths, int64_t stride, int t, int topk) {
   if (lengths == nullptr) return topk;
@@ -272,6 +332,8 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   int64_t* sOff = reinterpret_cast<int64_t*>(smem + C::OFF_IDX);  // [2 parity][2][BN] (Tile::prefetch)
   uint8_t* sRaw = smem + C::OFF_RAW;
   uint8_t* sScale = smem + C::OFF_SCALE;  // [2][BN * 8], by tile parity
+  __nv_bfloat16* sP16 = reinterpret_cast<__nv_bfloat16*>(smem + C::OFF_P16);  // fp16 bits
+  uint32_t* sQmax = reinterpret_cast<uint32_t*>(smem + C::OFF_QMAX);
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // Let the split combine (launched with programmatic stream serialization) be scheduled
@@ -305,6 +367,21 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     const int ch = k - r * (kD / 8);
     qv[i] = make_uint4(0, 0, 0, 0);
     if (h0 + r < p.H) qv[i] = __ldg(reinterpret_cast<const uint4*>(qt + int64_t(h0 + r) * p.q_stride_h) + ch);
+  }
+  // The nope part of Q goes to shared memory as fp16 (it meets the fp16 K tile in S), shifted
+  // per row by a power of two so any bf16 magnitude fits: the largest |q| of each half row
+  // (a warp holds 32 chunks of one row per i) is published here, the shift applied below.
+  static_assert(kThreads % (kD / 8) == 0, "a thread's Q chunks share one column");
+#pragma unroll
+  for (int i = 0; i < QN; ++i) {
+    uint32_t m = 0;
+    if ((tid % (kD / 8)) < kDN / 8) {
+      const uint32_t* w = reinterpret_cast<const uint32_t*>(&qv[i]);
+      m = __vmaxu2(__vmaxu2(w[0] & 0x7fff7fffu, w[1] & 0x7fff7fffu), __vmaxu2(w[2] & 0x7fff7fffu, w[3] & 0x7fff7fffu));
+      m = (m & 0xffffu) > (m >> 16) ? (m & 0xffffu) : (m >> 16);
+    }
+    m = __reduce_max_sync(0xffffffffu, m);
+    if (lane == 0) sQmax[((tid + i * kThreads) / (kD / 8)) * 2 + (warp & 1)] = m;
   }
   // Speculative raw ids of full tiles sb and sb+1 (bounded by topk: always inside the tensor).
   int32_t spec[2] = {-1, -1};
@@ -358,15 +435,6 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     }
   }
 
-  // Q -> smem (rows past H are zero).
-#pragma unroll
-  for (int i = 0; i < QN; ++i) {
-    const int k = tid + i * kThreads;
-    const int r = k / (kD / 8);
-    const int ch = k - r * (kD / 8);
-    *reinterpret_cast<uint4*>(sQ + r * kSRow + ch * 8) = qv[i];
-  }
-
   const float scale_log2 = p.sm_scale * kLog2e;
   float o[MT][8][4];
   float m_run[MT][2], l_run[MT][2];
@@ -385,17 +453,46 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   const int nw = warp / MT;  // S phase: n-slice of this warp
   const bool s_active = warp < C::S_WARPS;
 
-  __syncthreads();  // the first tiles' offsets are visible
+  __syncthreads();  // the first tiles' offsets and the Q row maxima are visible
   if (tile_begin < tile_end) {
     const SparseMlaCache* c; int pos0, len;
     tile_src(tile_begin, c, pos0, len);
     TileT::prefetch(*c, sOff + (tile_begin & 1) * 2 * BN, sRaw, sScale + (tile_begin & 1) * BN * 8, tid);
   }
+  // Q -> smem (rows past H are zero): nope dims as fp16 times 2^-shift(row), rope as bf16.
+#pragma unroll
+  for (int i = 0; i < QN; ++i) {
+    const int k = tid + i * kThreads;
+    const int r = k / (kD / 8);
+    const int ch = k - r * (kD / 8);
+    uint4 v = qv[i];
+    if (ch < kDN / 8) {
+      const int sh = -q_row_shift(sQmax[r * 2], sQmax[r * 2 + 1]);
+      const float fa = pow2i(sh / 2), fb = pow2i(sh - sh / 2);
+      uint32_t* w = reinterpret_cast<uint32_t*>(&v);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) w[j] = pack_f16(bf16_lo(w[j]) * fa * fb, bf16_hi(w[j]) * fa * fb);
+    }
+    *reinterpret_cast<uint4*>(sQ + r * kSRow + ch * 8) = v;
+  }
+  // This S-warp thread's two rows: their Q shift, to undo on the nope part of S.
+  int q_shift[2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int row = mw * 16 + (lane >> 2) + 8 * i;
+    q_shift[i] = q_row_shift(sQmax[row * 2], sQmax[row * 2 + 1]);
+  }
+  // Exponent of the nope accumulators (o[.][0..6] hold O / 2^e_run); none yet.
+  int e_run = -(1 << 20);
 
   for (int it = tile_begin; it < tile_end; ++it) {
     cp_async_wait_all();
     __syncthreads();  // tile `it` landed; previous tile's PV is done with sKV / sP
-    TileT::store(sRaw, sScale + (it & 1) * BN * 8, sKV, tid);
+    // V exponent of this tile (its largest scale) and of the accumulators after it.
+    const uint32_t maxb = tile_max_scale<BN>(sScale + (it & 1) * BN * 8, lane);
+    const int e_tile = int(maxb) - 127;
+    const int e_new = e_run > e_tile ? e_run : e_tile;
+    TileT::store(sRaw, sScale + (it & 1) * BN * 8, sKV, tid, maxb);
     if (it + 1 < tile_end) {
       const SparseMlaCache* c; int pos0, len;
       tile_src(it + 1, c, pos0, len);
@@ -426,8 +523,23 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         // mma.sync do not wait on each other (a single chain exposes the full mma latency).
         float sodd[4] = {0.f, 0.f, 0.f, 0.f};
         const __nv_bfloat16* kb = sKV + (cn + (lane & 7)) * kSRow + ((lane >> 3) & 1) * 8;
-#pragma unroll 4
-        for (int k2 = 0; k2 < kD / 32; ++k2) {
+#pragma unroll 7
+        for (int k2 = 0; k2 < kDN / 32; ++k2) {  // nope: fp16 Q x fp16 K tile
+          uint32_t a0[4], a1[4], b0[2], b1[2];
+          ldsm_x4(a0, qa + k2 * 32);
+          ldsm_x2(b0, kb + k2 * 32);
+          ldsm_x4(a1, qa + k2 * 32 + 16);
+          ldsm_x2(b1, kb + k2 * 32 + 16);
+          mma_f16(sacc[0], a0, b0[0], b0[1]);
+          mma_f16(sodd, a1, b1[0], b1[1]);
+        }
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          sacc[0][c] = times_pow2(sacc[0][c] + sodd[c], q_shift[c >> 1] + e_tile);
+          sodd[c] = 0.f;
+        }
+#pragma unroll
+        for (int k2 = kDN / 32; k2 < kD / 32; ++k2) {  // rope: bf16
           uint32_t a0[4], a1[4], b0[2], b1[2];
           ldsm_x4(a0, qa + k2 * 32);
           ldsm_x2(b0, kb + k2 * 32);
@@ -439,19 +551,34 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
 #pragma unroll
         for (int c = 0; c < 4; ++c) sacc[0][c] += sodd[c];
       } else {
+      const int i8 = lane >> 3;
+      const __nv_bfloat16* kb = sKV + (cn + (i8 >> 1) * 8 + (lane & 7)) * kSRow + (i8 & 1) * 8;
 #pragma unroll 4
-      for (int kk = 0; kk < kD / 16; ++kk) {
+      for (int kk = 0; kk < kDN / 16; ++kk) {  // nope: fp16 Q x fp16 K tile
         uint32_t a[4];
         ldsm_x4(a, qa + kk * 16);
-        {
 #pragma unroll
-          for (int pr = 0; pr < C::NTW / 2; ++pr) {
-            uint32_t b[4];
-            const int i = lane >> 3;
-            ldsm_x4(b, sKV + (cn + pr * 16 + (i >> 1) * 8 + (lane & 7)) * kSRow + kk * 16 + (i & 1) * 8);
-            mma_bf16(sacc[2 * pr], a, b[0], b[1]);
-            mma_bf16(sacc[2 * pr + 1], a, b[2], b[3]);
-          }
+        for (int pr = 0; pr < C::NTW / 2; ++pr) {
+          uint32_t b[4];
+          ldsm_x4(b, kb + pr * 16 * kSRow + kk * 16);
+          mma_f16(sacc[2 * pr], a, b[0], b[1]);
+          mma_f16(sacc[2 * pr + 1], a, b[2], b[3]);
+        }
+      }
+#pragma unroll
+      for (int n = 0; n < C::NTW; ++n)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) sacc[n][c] = times_pow2(sacc[n][c], q_shift[c >> 1] + e_tile);
+#pragma unroll
+      for (int kk = kDN / 16; kk < kD / 16; ++kk) {  // rope: bf16
+        uint32_t a[4];
+        ldsm_x4(a, qa + kk * 16);
+#pragma unroll
+        for (int pr = 0; pr < C::NTW / 2; ++pr) {
+          uint32_t b[4];
+          ldsm_x4(b, kb + pr * 16 * kSRow + kk * 16);
+          mma_bf16(sacc[2 * pr], a, b[0], b[1]);
+          mma_bf16(sacc[2 * pr + 1], a, b[2], b[3]);
         }
       }
       }
@@ -482,6 +609,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     // ---- P = exp2(S - m_new) in bf16 to smem, row sums of the rounded P
     if (s_active) {
       float m_use[2], rsum[2] = {0.f, 0.f};
+      const float f16_shift = pow2i(e_tile - e_new);  // P for the nope P.V in the accumulators' units
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
         const int row = rm + (lane >> 2) + 8 * i;
@@ -506,6 +634,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
           const int row = rm + (lane >> 2) + 8 * i;
           *reinterpret_cast<uint32_t*>(sP + row * C::PROW + col) = hi;
           *reinterpret_cast<uint32_t*>(sPlo + row * C::PROW + col) = lo;
+          *reinterpret_cast<uint32_t*>(sP16 + row * C::PROW + col) = pack_f16(p0 * f16_shift, p1 * f16_shift);
         }
       }
 #pragma unroll
@@ -526,7 +655,9 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     }
     __syncthreads();
 
-    // ---- rescale O, update l, O += P V over this warp's 64 output dims
+    // ---- rescale O, update l, O += P V over this warp's 56 nope + 8 rope output dims
+    const float v_shift = pow2i(e_run - e_new);  // nope accumulators to the new V exponent
+    e_run = e_new;
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
@@ -542,39 +673,58 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         const float alpha = mx == -INFINITY ? 1.f : fast_exp2(m_run[mt][i] - mx);
         m_run[mt][i] = mx;
         l_run[mt][i] = l_run[mt][i] * alpha + rs;
+        const float alpha_nope = alpha * v_shift;
 #pragma unroll
-        for (int n = 0; n < 8; ++n) {
-          o[mt][n][2 * i] *= alpha;
-          o[mt][n][2 * i + 1] *= alpha;
+        for (int n = 0; n < 7; ++n) {
+          o[mt][n][2 * i] *= alpha_nope;
+          o[mt][n][2 * i + 1] *= alpha_nope;
         }
+        o[mt][7][2 * i] *= alpha;
+        o[mt][7][2 * i + 1] *= alpha;
       }
     }
-    const int d0 = warp * 64;
-#pragma unroll
-    for (int pass = 0; pass < 2; ++pass)  // P_hi . V, then P_lo . V
+    // Nope dims: one fp16 pass, P (11-bit significand, scaled to the tile's V exponent) times
+    // the fp16 tile (exact e4m3 values times powers of two). Rope dims (bf16 V): P as bf16 hi
+    // + lo, two passes, as every dim was before v12. Each warp takes 7 nope n-tiles and one
+    // rope n-tile, so every warp runs 9 n-tile passes per k-step (v11: 16).
+    const int dn0 = warp * 56;
+    const int dr0 = kDN + warp * 8;
 #pragma unroll
     for (int ks = 0; ks < BN / 16; ++ks) {
-      const __nv_bfloat16* pp = pass == 0 ? sP : sPlo;
+      const int i8 = lane >> 3;
+      const __nv_bfloat16* vrow = sKV + (ks * 16 + (i8 & 1) * 8 + (lane & 7)) * kSRow;
       uint32_t pa[MT][4];
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
-        ldsm_x4(pa[mt], pp + (mt * 16 + (lane & 15)) * C::PROW + ks * 16 + (lane >> 4) * 8);
+        ldsm_x4(pa[mt], sP16 + (mt * 16 + (lane & 15)) * C::PROW + ks * 16 + (lane >> 4) * 8);
 #pragma unroll
-      for (int np = 0; np < 4; ++np) {
+      for (int np = 0; np < 3; ++np) {
         uint32_t b[4];
-        const int i = lane >> 3;
-        ldsm_x4_t(b, sKV + (ks * 16 + (i & 1) * 8 + (lane & 7)) * kSRow + d0 + (np * 2 + (i >> 1)) * 8);
+        ldsm_x4_t(b, vrow + dn0 + (np * 2 + (i8 >> 1)) * 8);
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
-          mma_bf16(o[mt][2 * np], pa[mt], b[0], b[1]);
-          mma_bf16(o[mt][2 * np + 1], pa[mt], b[2], b[3]);
+          mma_f16(o[mt][2 * np], pa[mt], b[0], b[1]);
+          mma_f16(o[mt][2 * np + 1], pa[mt], b[2], b[3]);
         }
+      }
+      uint32_t b[4];  // nope n-tile 6 and the rope n-tile in one ldmatrix
+      ldsm_x4_t(b, vrow + ((i8 >> 1) ? dr0 : dn0 + 48));
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) mma_f16(o[mt][6], pa[mt], b[0], b[1]);
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        uint32_t ph[4], pl[4];
+        ldsm_x4(ph, sP + (mt * 16 + (lane & 15)) * C::PROW + ks * 16 + (lane >> 4) * 8);
+        ldsm_x4(pl, sPlo + (mt * 16 + (lane & 15)) * C::PROW + ks * 16 + (lane >> 4) * 8);
+        mma_bf16(o[mt][7], ph, b[2], b[3]);
+        mma_bf16(o[mt][7], pl, b[2], b[3]);
       }
     }
   }
 
-  // ---- epilogue
-  const int d0 = warp * 64;
+  // ---- epilogue (nope accumulators hold O / 2^e_run)
+  const int dn0 = warp * 56;
+  const int dr0 = kDN + warp * 8;
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
@@ -589,17 +739,23 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       if (num_splits == 1) {
         const float lse_nat = lse2 * kLn2;
         const float f = out_factor(empty, l, lse_nat, p.sink, h);
-        __nv_bfloat16* dst = reinterpret_cast<__nv_bfloat16*>(p.out) + th * kD + d0 + (lane & 3) * 2;
+        __nv_bfloat16* dst = reinterpret_cast<__nv_bfloat16*>(p.out) + th * kD + (lane & 3) * 2;
 #pragma unroll
-        for (int n = 0; n < 8; ++n)
-          *reinterpret_cast<uint32_t*>(dst + n * 8) = pack_bf16(o[mt][n][2 * i] * f, o[mt][n][2 * i + 1] * f);
+        for (int n = 0; n < 8; ++n) {
+          const float a = n < 7 ? times_pow2(o[mt][n][2 * i] * f, e_run) : o[mt][n][2 * i] * f;
+          const float b = n < 7 ? times_pow2(o[mt][n][2 * i + 1] * f, e_run) : o[mt][n][2 * i + 1] * f;
+          *reinterpret_cast<uint32_t*>(dst + (n < 7 ? dn0 + n * 8 : dr0)) = pack_bf16(a, b);
+        }
         if (warp == 0 && (lane & 3) == 0) p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
       } else {
         const float f = empty ? 0.f : 1.f / l;
-        float* dst = p.ws_out + (th * num_splits + split) * kD + d0 + (lane & 3) * 2;
+        float* dst = p.ws_out + (th * num_splits + split) * kD + (lane & 3) * 2;
 #pragma unroll
-        for (int n = 0; n < 8; ++n)
-          *reinterpret_cast<float2*>(dst + n * 8) = make_float2(o[mt][n][2 * i] * f, o[mt][n][2 * i + 1] * f);
+        for (int n = 0; n < 8; ++n) {
+          const float a = n < 7 ? times_pow2(o[mt][n][2 * i] * f, e_run) : o[mt][n][2 * i] * f;
+          const float b = n < 7 ? times_pow2(o[mt][n][2 * i + 1] * f, e_run) : o[mt][n][2 * i + 1] * f;
+          *reinterpret_cast<float2*>(dst + (n < 7 ? dn0 + n * 8 : dr0)) = make_float2(a, b);
+        }
         if (warp == 0 && (lane & 3) == 0) p.ws_lse[th * num_splits + split] = lse2;
       }
     }
