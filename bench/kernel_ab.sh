@@ -24,7 +24,7 @@ done
 SO=dsparkctl_sparse_mla_$ARCH.so
 if [ -n "${TESTS:-}" ]; then
   t0=$(date +%s)
-  (cd "$NEW" && DSPARKCTL_KERNEL_SO=/tmp/kab_new/$SO PYTHONPATH=$NEW python3 -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider -x 2>&1) \
+  (cd "$NEW" && DSPARKCTL_KERNEL_SO=/tmp/kab_new/$SO PYTHONPATH=$NEW python3 -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider --maxfail=8 2>&1) \
     | tee "$OUT/gpu_tests.log" | tail -25
   echo "gpu tests: $(( $(date +%s) - t0 )) s"
 fi

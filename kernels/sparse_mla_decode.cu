@@ -118,19 +118,22 @@ __device__ __forceinline__ void mma_f16(float (&d)[4], const uint32_t (&a)[4], u
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
-// 2^k for any int k: exact wherever fp32 holds the power (denormals included), 0 below, inf above.
+// 2^k for any int k: exact wherever fp32 holds the power (denormals included), 0 below, inf
+// above. Branch-free (selects): it is inlined at every use.
 __device__ __forceinline__ float pow2i(int k) {
-  if (k > 127) return INFINITY;
-  if (k >= -126) return __int_as_float((k + 127) << 23);
-  if (k >= -149) return __int_as_float(1 << (k + 149));
-  return 0.f;
+  k = k < -150 ? -150 : (k > 128 ? 128 : k);
+  const int normal = k >= -126 ? (k + 127) << 23 : 0;
+  const int denormal = (k >= -149 && k < -126) ? 1 << (k + 149) : 0;
+  return __int_as_float(normal | denormal);
 }
-// x * 2^k in two exact steps (each half of k is an fp32 normal power for |k| <= 252, and both
-// halves share k's sign, so the intermediate never under- or overflows before the result does).
-__device__ __forceinline__ float times_pow2(float x, int k) {
-  const int a = k / 2;
-  return x * pow2i(a) * pow2i(k - a);
-}
+// 2^k as two factors, for x * a * b in two exact steps: each half of k is an fp32 normal power
+// for |k| <= 252, and both halves share k's sign, so the intermediate never under- or
+// overflows before the result does. Computed once per tile / row, applied per element.
+struct Pow2Pair {
+  float a, b;
+  __device__ __forceinline__ explicit Pow2Pair(int k) : a(pow2i(k / 2)), b(pow2i(k - k / 2)) {}
+  __device__ __forceinline__ float operator()(float x) const { return x * a * b; }
+};
 // The nope V tile holds e4m3 values times 2^(scale byte - tile max byte) in fp16, two per
 // word: the fp16 multiplier 2^d (d <= 0; subnormal below 2^-14, 0 below 2^-24) for one chunk.
 // E8M0 255 is NaN (OCP MX): its values become NaN, as NaN scales should.
@@ -254,10 +257,17 @@ __device__ __forceinline__ uint32_t tile_max_scale(const uint8_t* sScaleTile, in
 }
 
 // Exponent shift of one Q row's nope part into fp16: from the largest |q| (bf16 magnitude
-// bits), so the row's largest value lands in [2^14, 2^15). 0 for zero / inf / NaN rows.
+// bits), so the row's largest value lands in [2^14, 2^15). 0 for zero / inf / NaN rows; at
+// least -127, so 2^-shift is one fp32 factor (a row below 2^-113 is ~0 in S either way).
 __device__ __forceinline__ int q_row_shift(uint32_t m0, uint32_t m1) {
-  const uint32_t e = (m0 > m1 ? m0 : m1) >> 7;
-  return (e == 0u || e >= 255u) ? 0 : int(e) - 127 - 14;
+  const int e = int((m0 > m1 ? m0 : m1) >> 7);
+  return (e == 0 || e >= 255) ? 0 : (e - 141 < -127 ? -127 : e - 141);
+}
+
+// Largest bf16 magnitude (bits) of an 8-value chunk.
+__device__ __forceinline__ uint32_t q_chunk_max(const uint4& v) {
+  const uint32_t m = __vmaxu2(__vmaxu2(v.x & 0x7fff7fffu, v.y & 0x7fff7fffu), __vmaxu2(v.z & 0x7fff7fffu, v.w & 0x7fff7fffu));
+  return (m & 0xffffu) > (m >> 16) ? (m & 0xffffu) : (m >> 16);
 }
 
 __device__ __forceinline__ int clamp_len(const int32_t* lengths, int64_t stride, int t, int topk) {
@@ -368,21 +378,6 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     qv[i] = make_uint4(0, 0, 0, 0);
     if (h0 + r < p.H) qv[i] = __ldg(reinterpret_cast<const uint4*>(qt + int64_t(h0 + r) * p.q_stride_h) + ch);
   }
-  // The nope part of Q goes to shared memory as fp16 (it meets the fp16 K tile in S), shifted
-  // per row by a power of two so any bf16 magnitude fits: the largest |q| of each half row
-  // (a warp holds 32 chunks of one row per i) is published here, the shift applied below.
-  static_assert(kThreads % (kD / 8) == 0, "a thread's Q chunks share one column");
-#pragma unroll
-  for (int i = 0; i < QN; ++i) {
-    uint32_t m = 0;
-    if ((tid % (kD / 8)) < kDN / 8) {
-      const uint32_t* w = reinterpret_cast<const uint32_t*>(&qv[i]);
-      m = __vmaxu2(__vmaxu2(w[0] & 0x7fff7fffu, w[1] & 0x7fff7fffu), __vmaxu2(w[2] & 0x7fff7fffu, w[3] & 0x7fff7fffu));
-      m = (m & 0xffffu) > (m >> 16) ? (m & 0xffffu) : (m >> 16);
-    }
-    m = __reduce_max_sync(0xffffffffu, m);
-    if (lane == 0) sQmax[((tid + i * kThreads) / (kD / 8)) * 2 + (warp & 1)] = m;
-  }
   // Speculative raw ids of full tiles sb and sb+1 (bounded by topk: always inside the tensor).
   int32_t spec[2] = {-1, -1};
   if (tid < BN) {
@@ -453,34 +448,53 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   const int nw = warp / MT;  // S phase: n-slice of this warp
   const bool s_active = warp < C::S_WARPS;
 
-  __syncthreads();  // the first tiles' offsets and the Q row maxima are visible
+  // The nope part of Q goes to shared memory as fp16 (it meets the fp16 K tile in S). Plain
+  // conversion is exact for |q| in [2^-14, 65504] and loses nothing that matters while each
+  // 8-value chunk is zero or has its largest |q| in [2^-6, 65280]; if any chunk of the CTA is
+  // outside that (rare), every row is shifted by a power of two first (slow path below).
+  static_assert(kThreads % (kD / 8) == 0, "a thread's Q chunks share one column");
+  const bool q_nope_col = (tid % (kD / 8)) < kDN / 8;
+  int q_odd = 0;
+#pragma unroll
+  for (int i = 0; i < QN; ++i) {
+    const uint32_t m = q_chunk_max(qv[i]);
+    q_odd |= q_nope_col && m != 0u && (m < 0x3c80u || m > 0x477fu);
+  }
+  const bool q_slow = __syncthreads_or(q_odd);  // also: the first tiles' offsets are visible
   if (tile_begin < tile_end) {
     const SparseMlaCache* c; int pos0, len;
     tile_src(tile_begin, c, pos0, len);
     TileT::prefetch(*c, sOff + (tile_begin & 1) * 2 * BN, sRaw, sScale + (tile_begin & 1) * BN * 8, tid);
   }
-  // Q -> smem (rows past H are zero): nope dims as fp16 times 2^-shift(row), rope as bf16.
+  int q_shift[2] = {0, 0};  // this S-warp thread's two rows: the Q shift S undoes
+  if (q_slow) {
+    // Per row: the largest |q| of each half row (a warp holds 32 chunks of one row per i).
+#pragma unroll
+    for (int i = 0; i < QN; ++i) {
+      const uint32_t m = __reduce_max_sync(0xffffffffu, q_nope_col ? q_chunk_max(qv[i]) : 0u);
+      if (lane == 0) sQmax[((tid + i * kThreads) / (kD / 8)) * 2 + (warp & 1)] = m;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int row = mw * 16 + (lane >> 2) + 8 * i;
+      q_shift[i] = q_row_shift(sQmax[row * 2], sQmax[row * 2 + 1]);
+    }
+  }
+  // Q -> smem (rows past H are zero): nope dims as fp16 (times 2^-shift(row) on the slow
+  // path), rope as bf16.
 #pragma unroll
   for (int i = 0; i < QN; ++i) {
     const int k = tid + i * kThreads;
     const int r = k / (kD / 8);
-    const int ch = k - r * (kD / 8);
     uint4 v = qv[i];
-    if (ch < kDN / 8) {
-      const int sh = -q_row_shift(sQmax[r * 2], sQmax[r * 2 + 1]);
-      const float fa = pow2i(sh / 2), fb = pow2i(sh - sh / 2);
+    if (q_nope_col) {
+      const float f = q_slow ? pow2i(-q_row_shift(sQmax[r * 2], sQmax[r * 2 + 1])) : 1.f;
       uint32_t* w = reinterpret_cast<uint32_t*>(&v);
 #pragma unroll
-      for (int j = 0; j < 4; ++j) w[j] = pack_f16(bf16_lo(w[j]) * fa * fb, bf16_hi(w[j]) * fa * fb);
+      for (int j = 0; j < 4; ++j) w[j] = pack_f16(bf16_lo(w[j]) * f, bf16_hi(w[j]) * f);
     }
-    *reinterpret_cast<uint4*>(sQ + r * kSRow + ch * 8) = v;
-  }
-  // This S-warp thread's two rows: their Q shift, to undo on the nope part of S.
-  int q_shift[2];
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const int row = mw * 16 + (lane >> 2) + 8 * i;
-    q_shift[i] = q_row_shift(sQmax[row * 2], sQmax[row * 2 + 1]);
+    *reinterpret_cast<uint4*>(sQ + r * kSRow + (tid % (kD / 8)) * 8) = v;
   }
   // Exponent of the nope accumulators (o[.][0..6] hold O / 2^e_run); none yet.
   int e_run = -(1 << 20);
@@ -516,6 +530,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       for (int c = 0; c < 4; ++c) sacc[n][c] = 0.f;
     const int rm = mw * 16;
     const int cn = nw * (C::NTW * 8);
+    const Pow2Pair s_nope[2] = {Pow2Pair(q_shift[0] + e_tile), Pow2Pair(q_shift[1] + e_tile)};
     if (s_active) {
       const __nv_bfloat16* qa = sQ + (rm + (lane & 15)) * kSRow + (lane >> 4) * 8;
       if constexpr (C::NTW == 1) {
@@ -535,7 +550,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         }
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
-          sacc[0][c] = times_pow2(sacc[0][c] + sodd[c], q_shift[c >> 1] + e_tile);
+          sacc[0][c] = s_nope[c >> 1](sacc[0][c] + sodd[c]);
           sodd[c] = 0.f;
         }
 #pragma unroll
@@ -568,7 +583,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
 #pragma unroll
       for (int n = 0; n < C::NTW; ++n)
 #pragma unroll
-        for (int c = 0; c < 4; ++c) sacc[n][c] = times_pow2(sacc[n][c], q_shift[c >> 1] + e_tile);
+        for (int c = 0; c < 4; ++c) sacc[n][c] = s_nope[c >> 1](sacc[n][c]);
 #pragma unroll
       for (int kk = kDN / 16; kk < kD / 16; ++kk) {  // rope: bf16
         uint32_t a[4];
@@ -725,6 +740,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   // ---- epilogue (nope accumulators hold O / 2^e_run)
   const int dn0 = warp * 56;
   const int dr0 = kDN + warp * 8;
+  const Pow2Pair v_exp(e_run);
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
@@ -739,22 +755,24 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       if (num_splits == 1) {
         const float lse_nat = lse2 * kLn2;
         const float f = out_factor(empty, l, lse_nat, p.sink, h);
+        const float fn = v_exp(f);  // < 2^-126 only for V scales near 2^-120: outputs ~0 anyway
         __nv_bfloat16* dst = reinterpret_cast<__nv_bfloat16*>(p.out) + th * kD + (lane & 3) * 2;
 #pragma unroll
         for (int n = 0; n < 8; ++n) {
-          const float a = n < 7 ? times_pow2(o[mt][n][2 * i] * f, e_run) : o[mt][n][2 * i] * f;
-          const float b = n < 7 ? times_pow2(o[mt][n][2 * i + 1] * f, e_run) : o[mt][n][2 * i + 1] * f;
-          *reinterpret_cast<uint32_t*>(dst + (n < 7 ? dn0 + n * 8 : dr0)) = pack_bf16(a, b);
+          const float g = n < 7 ? fn : f;
+          *reinterpret_cast<uint32_t*>(dst + (n < 7 ? dn0 + n * 8 : dr0)) =
+              pack_bf16(o[mt][n][2 * i] * g, o[mt][n][2 * i + 1] * g);
         }
         if (warp == 0 && (lane & 3) == 0) p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
       } else {
         const float f = empty ? 0.f : 1.f / l;
+        const float fn = v_exp(f);
         float* dst = p.ws_out + (th * num_splits + split) * kD + (lane & 3) * 2;
 #pragma unroll
         for (int n = 0; n < 8; ++n) {
-          const float a = n < 7 ? times_pow2(o[mt][n][2 * i] * f, e_run) : o[mt][n][2 * i] * f;
-          const float b = n < 7 ? times_pow2(o[mt][n][2 * i + 1] * f, e_run) : o[mt][n][2 * i + 1] * f;
-          *reinterpret_cast<float2*>(dst + (n < 7 ? dn0 + n * 8 : dr0)) = make_float2(a, b);
+          const float g = n < 7 ? fn : f;
+          *reinterpret_cast<float2*>(dst + (n < 7 ? dn0 + n * 8 : dr0)) =
+              make_float2(o[mt][n][2 * i] * g, o[mt][n][2 * i + 1] * g);
         }
         if (warp == 0 && (lane & 3) == 0) p.ws_lse[th * num_splits + split] = lse2;
       }
