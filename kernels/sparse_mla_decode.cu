@@ -150,6 +150,13 @@ __device__ __forceinline__ uint32_t fp8x2_to_f16x2(uint32_t two, uint32_t mult) 
   const __half2 r = __hmul2(*reinterpret_cast<__half2*>(&hr), *reinterpret_cast<const __half2*>(&mult));
   return *reinterpret_cast<const uint32_t*>(&r);
 }
+// One 8-byte store of two fp32 values. Written as PTX so the pair is one STG.64 whatever
+// registers hold the values (v12 first build: ptxas split the float2 partial stores into two
+// STG.32 each, doubling the epilogue's store instructions; ncu at DSpark T = 50: the epilogue
+// went from 6% to 33% of the main kernel's stall samples, lg-throttle bound).
+__device__ __forceinline__ void st_global_f32x2(float* p, float a, float b) {
+  asm volatile("st.global.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(a), "f"(b) : "memory");
+}
 __device__ __forceinline__ uint32_t pack_f16(float a, float b) {
   const __half2 v = __floats2half2_rn(a, b);
   return *reinterpret_cast<const uint32_t*>(&v);
@@ -771,8 +778,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
 #pragma unroll
         for (int n = 0; n < 8; ++n) {
           const float g = n < 7 ? fn : f;
-          *reinterpret_cast<float2*>(dst + (n < 7 ? dn0 + n * 8 : dr0)) =
-              make_float2(o[mt][n][2 * i] * g, o[mt][n][2 * i + 1] * g);
+          st_global_f32x2(dst + (n < 7 ? dn0 + n * 8 : dr0), o[mt][n][2 * i] * g, o[mt][n][2 * i + 1] * g);
         }
         if (warp == 0 && (lane & 3) == 0) p.ws_lse[th * num_splits + split] = lse2;
       }
