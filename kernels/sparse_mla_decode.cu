@@ -154,8 +154,10 @@ __device__ __forceinline__ uint32_t fp8x2_to_f16x2(uint32_t two, uint32_t mult) 
 // registers hold the values (v12 first build: ptxas split the float2 partial stores into two
 // STG.32 each, doubling the epilogue's store instructions; ncu at DSpark T = 50: the epilogue
 // went from 6% to 33% of the main kernel's stall samples, lg-throttle bound).
+// OFF: a constant byte offset, folded into the instruction (no address arithmetic per store).
+template <int OFF>
 __device__ __forceinline__ void st_global_f32x2(float* p, float a, float b) {
-  asm volatile("st.global.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(a), "f"(b) : "memory");
+  asm volatile("st.global.v2.f32 [%0+%3], {%1, %2};\n" ::"l"(p), "f"(a), "f"(b), "n"(OFF) : "memory");
 }
 __device__ __forceinline__ uint32_t pack_f16(float a, float b) {
   const __half2 v = __floats2half2_rn(a, b);
@@ -375,15 +377,19 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
 
   // Q rows -> registers (stored to smem below, after the id loads are issued).
   constexpr int QN = C::M * (kD / 8) / kThreads;
-  const __nv_bfloat16* qt = reinterpret_cast<const __nv_bfloat16*>(p.q) + int64_t(t) * p.q_stride_t;
+  // Thread tid loads chunk tid % 64 of rows tid / 64 + 4 i: one base pointer, stepped by a
+  // precomputed 4-row stride (no 64-bit multiply per chunk).
+  constexpr int kQRowsPerPass = kThreads / (kD / 8);
+  const int q_r0 = tid / (kD / 8);
+  const uint4* qp = reinterpret_cast<const uint4*>(reinterpret_cast<const __nv_bfloat16*>(p.q) +
+                                                   int64_t(t) * p.q_stride_t + int64_t(h0 + q_r0) * p.q_stride_h) +
+                    tid % (kD / 8);
+  const int64_t q_step = int64_t(kQRowsPerPass) * p.q_stride_h / 8;  // in uint4 (strides are multiples of 8)
   uint4 qv[QN];
 #pragma unroll
   for (int i = 0; i < QN; ++i) {
-    const int k = tid + i * kThreads;
-    const int r = k / (kD / 8);
-    const int ch = k - r * (kD / 8);
     qv[i] = make_uint4(0, 0, 0, 0);
-    if (h0 + r < p.H) qv[i] = __ldg(reinterpret_cast<const uint4*>(qt + int64_t(h0 + r) * p.q_stride_h) + ch);
+    if (h0 + q_r0 + i * kQRowsPerPass < p.H) qv[i] = __ldg(qp + i * q_step);
   }
   // Speculative raw ids of full tiles sb and sb+1 (bounded by topk: always inside the tensor).
   int32_t spec[2] = {-1, -1};
@@ -774,12 +780,15 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       } else {
         const float f = empty ? 0.f : 1.f / l;
         const float fn = v_exp(f);
-        float* dst = p.ws_out + (th * num_splits + split) * kD + (lane & 3) * 2;
-#pragma unroll
-        for (int n = 0; n < 8; ++n) {
-          const float g = n < 7 ? fn : f;
-          st_global_f32x2(dst + (n < 7 ? dn0 + n * 8 : dr0), o[mt][n][2 * i] * g, o[mt][n][2 * i + 1] * g);
-        }
+        float* dst = p.ws_out + (th * num_splits + split) * kD + dn0 + (lane & 3) * 2;
+        st_global_f32x2<0>(dst, o[mt][0][2 * i] * fn, o[mt][0][2 * i + 1] * fn);
+        st_global_f32x2<32>(dst, o[mt][1][2 * i] * fn, o[mt][1][2 * i + 1] * fn);
+        st_global_f32x2<64>(dst, o[mt][2][2 * i] * fn, o[mt][2][2 * i + 1] * fn);
+        st_global_f32x2<96>(dst, o[mt][3][2 * i] * fn, o[mt][3][2 * i + 1] * fn);
+        st_global_f32x2<128>(dst, o[mt][4][2 * i] * fn, o[mt][4][2 * i + 1] * fn);
+        st_global_f32x2<160>(dst, o[mt][5][2 * i] * fn, o[mt][5][2 * i + 1] * fn);
+        st_global_f32x2<192>(dst, o[mt][6][2 * i] * fn, o[mt][6][2 * i + 1] * fn);
+        st_global_f32x2<0>(dst - dn0 + dr0, o[mt][7][2 * i] * f, o[mt][7][2 * i + 1] * f);
         if (warp == 0 && (lane & 3) == 0) p.ws_lse[th * num_splits + split] = lse2;
       }
     }
