@@ -330,19 +330,14 @@ __device__ __forceinline__ float out_factor(bool empty, float l, float lse_nat, 
 // room for two SMALL CTAs (~90 KB each) if registers allow it (<= 128 per thread), and two
 // CTAs per SM overlap one CTA's barriers and load waits with the other's mma phases.
 // SM120/SM121 have ~100 KB per SM: one CTA, so no register cap there.
-// v12: 16-head SMALL CTAs (~73 KB) fit three per SM on Hopper, and at an 80-register cap
-// (no spills, ptxas -v) the register file holds three too: 24 warps per SM for the
-// latency-bound calls that use them.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1000
 #define DSPARKCTL_SMALL_MIN_BLOCKS 2
-#define DSPARKCTL_SMALL16_MIN_BLOCKS 3
 #else
 #define DSPARKCTL_SMALL_MIN_BLOCKS 1
-#define DSPARKCTL_SMALL16_MIN_BLOCKS 1
 #endif
 
 template <int MT, int BN, int VEC>
-__global__ void __launch_bounds__(kThreads, BN == 32 ? (MT == 1 ? DSPARKCTL_SMALL16_MIN_BLOCKS : DSPARKCTL_SMALL_MIN_BLOCKS) : 1)
+__global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCKS : 1)
     sparse_mla_decode_kernel(const SparseMlaParams p, int num_splits, int head_blocks) {
   using C = Cfg<MT, BN>;
   using TileT = Tile<BN, VEC>;
@@ -995,7 +990,7 @@ int blocks_per_sm(int device) {
       cudaGetLastError();  // clear a sticky-free error from the query; fall back to 1
       n = 1;
     }
-    cache[device] = n < 1 ? 1 : (n > 3 ? 3 : n);
+    cache[device] = n < 1 ? 1 : (n > 2 ? 2 : n);
   }
   return cache[device];
 }
