@@ -1,17 +1,21 @@
 // dsparkctl sparse-MLA decode kernel (DeepSeek-V4 MODEL1 FP8 cache). See sparse_mla_decode.cuh
 // for the contract and kernels/NOTES.md for the design and the measured numbers.
 //
-// One source for sm_90a, sm_120a and sm_121a: only mma.sync m16n8k16 (bf16 -> fp32),
+// One source for sm_90a, sm_120a and sm_121a: only mma.sync m16n8k16 (bf16 / fp16 -> fp32),
 // ldmatrix and plain loads, no wgmma / tcgen05 / TMA.
 //
 // Work decomposition: one CTA = (token t, block of M = 16*MT heads, one split of that token's
 // candidate tiles). All heads of a token attend to the same KV rows (MQA-style MLA), so a CTA
-// gathers each tile of BN candidates once, dequantizes it into shared memory as bf16 (exact:
-// e4m3 * 2^k fits bf16's 8-bit significand), and uses it for all M heads:
-//   S[M, BN]   = Q[M, 512] . K[BN, 512]^T   8 warps, each a 16 x (BN/NWN) slice
+// gathers each tile of BN candidates once, dequantizes it into shared memory and uses it for
+// all M heads. The tile holds the 448 nope dims as fp16 e4m3 values times 2^(scale - the
+// tile's largest scale) (exact; the tile's V exponent is applied to P and the accumulators
+// instead) and the 64 rope dims as bf16:
+//   S[M, BN]   = Q[M, 512] . K[BN, 512]^T   8 warps, each a 16 x (BN/NWN) slice; nope part
+//                fp16 x fp16 (Q converted once per CTA), rope part bf16
 //   online softmax in base 2 (row max / sum reduced through shared memory)
-//   O[M, 512] += P[M, BN] . V[BN, 512]      warp w owns O[:, 64w : 64w+64] for all M heads
-// The next tile's bytes are loaded into registers while the current tile is computed.
+//   O[M, 512] += P[M, BN] . V[BN, 512]      warp w owns nope dims [56w, 56w+56) (one fp16
+//                pass, P with an 11-bit significand) and rope dims [448+8w, +8) (bf16 hi + lo P)
+// The next tile's bytes are copied (cp.async) while the current tile is computed.
 // Splits write fp32 partials (normalised O and base-2 lse) that a second kernel combines.
 #include "sparse_mla_decode.cuh"
 
@@ -652,8 +656,9 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         const int col = cn + n * 8 + (lane & 3) * 2;
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
-          // P = hi + lo, both bf16: P.V then carries ~16 significant bits instead of 8, so
-          // the only rounding left vs the fp32 reference is the bf16 output itself.
+          // P three ways: fp16 times 2^(tile V exponent - accumulator exponent) for the nope
+          // dims (11 significant bits: 8x less rounding than the bf16 P that missed FlashMLA's
+          // tolerance in v1), and hi + lo bf16 (~16 bits) for the bf16 rope dims.
           const float p0 = fast_exp2(sacc[n][2 * i] - m_use[i]);
           const float p1 = fast_exp2(sacc[n][2 * i + 1] - m_use[i]);
           rsum[i] += p0 + p1;
