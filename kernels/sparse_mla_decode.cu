@@ -32,20 +32,16 @@ namespace {
 constexpr int kD = 512;         // d_qk == d_v
 constexpr int kDN = 448;        // FP8 nope dims
 constexpr int kRowBytes = 576;  // data bytes per token
-constexpr int kThreads = 256;  // threads of a CTA, except the 512-thread LARGE variant (NT)
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
 constexpr int kSRow = kD + 8;  // smem row stride (bf16) of Q and KV: 1040 B, ldmatrix conflict-free
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
-// NT threads per CTA: 256, or 512 for LARGE (v13): two groups of 8 warps share the gathered
-// tile; in P.V group g accumulates m-tiles [g * MTG, (g + 1) * MTG) over the same dims.
-template <int MT, int BN, int NT = kThreads>
+template <int MT, int BN>
 struct Cfg {
   static constexpr int M = 16 * MT;  // heads per CTA (padded)
-  static constexpr int W = NT / 32;  // warps
-  static constexpr int NG = W / 8;   // P.V warp groups
-  static constexpr int MTG = MT / NG;  // m-tiles per P.V group
-  static constexpr int NWN = (W / MT) < (BN / 8) ? (W / MT) : (BN / 8);  // S-phase warps along N
+  static constexpr int NWN = (8 / MT) < (BN / 8) ? (8 / MT) : (BN / 8);  // S-phase warps along N
   static constexpr int NTW = BN / 8 / NWN;  // 8-wide n-tiles per S-phase warp
   static constexpr int S_WARPS = MT * NWN;  // warps busy in the S phase
   static constexpr int PROW = BN + 8;       // smem P row stride (bf16)
@@ -65,8 +61,7 @@ struct Cfg {
   static constexpr int OFF_SCALE = OFF_RAW + BN * kRowBytes;    // [2][BN][8] scale slots
   static constexpr int OFF_QMAX = OFF_SCALE + 2 * BN * 8;     // [M][2] |q| nope max bits, per half row
   static constexpr int SMEM = OFF_QMAX + M * 2 * 4;
-  static_assert(S_WARPS <= W, "S phase needs at most all warps");
-  static_assert(NT % 256 == 0 && MT % NG == 0, "whole 8-warp P.V groups over whole m-tiles");
+  static_assert(S_WARPS <= kWarps, "S phase needs at most 8 warps");
   static_assert(NTW == 1 || NTW % 2 == 0, "n-tiles per warp: 1 or even");
   static_assert(BN % 16 == 0, "BN multiple of 16");
 };
@@ -185,12 +180,12 @@ __device__ __forceinline__ float bf16_hi(uint32_t v) { return __uint_as_float(v 
 // tid + j * 256 both when copying them in (cp.async, coalesced: consecutive threads take
 // consecutive bytes of a row) and when dequantizing them, so the staging buffer needs no
 // barrier between the two. Threads tid < BN copy candidate tid's 8 scale bytes.
-template <int BN, int VEC, int NT>
+template <int BN, int VEC>
 struct Tile {
   static constexpr int CPC = kRowBytes / VEC;
   static constexpr int NOPE_CH = kDN / VEC;
   static constexpr int TOTAL = BN * CPC;
-  static constexpr int NPT = (TOTAL + NT - 1) / NT;
+  static constexpr int NPT = (TOTAL + kThreads - 1) / kThreads;
   using Vec = typename std::conditional<VEC == 16, uint4, uint2>::type;
 
   // sOff: this tile's candidates as byte offsets into the cache, [0][BN] of the data row and
@@ -201,8 +196,8 @@ struct Tile {
                                                   uint8_t* sScale, int tid) {
 #pragma unroll
     for (int j = 0; j < NPT; ++j) {
-      const int k = tid + j * NT;
-      if (TOTAL % NT != 0 && k >= TOTAL) break;
+      const int k = tid + j * kThreads;
+      if (TOTAL % kThreads != 0 && k >= TOTAL) break;
       const int cand = k / CPC;
       const int ch = k - cand * CPC;
       const int64_t off = sOff[cand];
@@ -221,8 +216,8 @@ struct Tile {
                                                int tid, uint32_t maxb) {
 #pragma unroll
     for (int j = 0; j < NPT; ++j) {
-      const int k = tid + j * NT;
-      if (TOTAL % NT != 0 && k >= TOTAL) break;
+      const int k = tid + j * kThreads;
+      if (TOTAL % kThreads != 0 && k >= TOTAL) break;
       const int cand = k / CPC;
       const int ch = k - cand * CPC;
       __nv_bfloat16* row = sKV + cand * kSRow;
@@ -345,12 +340,11 @@ __device__ __forceinline__ float out_factor(bool empty, float l, float lse_nat, 
 #define DSPARKCTL_SMALL_MIN_BLOCKS 1
 #endif
 
-template <int MT, int BN, int VEC, int NT>
-__global__ void __launch_bounds__(NT, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCKS : 1)
+template <int MT, int BN, int VEC>
+__global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCKS : 1)
     sparse_mla_decode_kernel(const SparseMlaParams p, int num_splits, int head_blocks) {
-  using C = Cfg<MT, BN, NT>;
-  using TileT = Tile<BN, VEC, NT>;
-  constexpr int MTG = C::MTG;
+  using C = Cfg<MT, BN>;
+  using TileT = Tile<BN, VEC>;
   extern __shared__ __align__(128) uint8_t smem[];
   __nv_bfloat16* sQ = reinterpret_cast<__nv_bfloat16*>(smem + C::OFF_Q);
   __nv_bfloat16* sKV = reinterpret_cast<__nv_bfloat16*>(smem + C::OFF_KV);
@@ -386,10 +380,10 @@ __global__ void __launch_bounds__(NT, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCKS : 1)
   const int se = int((int64_t(ntf) * (split + 1)) / num_splits);
 
   // Q rows -> registers (stored to smem below, after the id loads are issued).
-  constexpr int QN = C::M * (kD / 8) / NT;
+  constexpr int QN = C::M * (kD / 8) / kThreads;
   // Thread tid loads chunk tid % 64 of rows tid / 64 + 4 i: one base pointer, stepped by a
   // precomputed 4-row stride (no 64-bit multiply per chunk).
-  constexpr int kQRowsPerPass = NT / (kD / 8);
+  constexpr int kQRowsPerPass = kThreads / (kD / 8);
   const int q_r0 = tid / (kD / 8);
   const uint4* qp = reinterpret_cast<const uint4*>(reinterpret_cast<const __nv_bfloat16*>(p.q) +
                                                    int64_t(t) * p.q_stride_t + int64_t(h0 + q_r0) * p.q_stride_h) +
@@ -454,14 +448,10 @@ __global__ void __launch_bounds__(NT, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCKS : 1)
   }
 
   const float scale_log2 = p.sm_scale * kLog2e;
-  // P.V: warp group pg accumulates m-tiles mt0 + [0, MTG); pw is the warp within the group.
-  const int pg = warp >> 3;
-  const int pw = warp & 7;
-  const int mt0 = pg * MTG;
-  float o[MTG][8][4];
-  float m_run[MTG][2], l_run[MTG][2];
+  float o[MT][8][4];
+  float m_run[MT][2], l_run[MT][2];
 #pragma unroll
-  for (int mt = 0; mt < MTG; ++mt) {
+  for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
     for (int n = 0; n < 8; ++n)
 #pragma unroll
@@ -479,7 +469,7 @@ __global__ void __launch_bounds__(NT, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCKS : 1)
   // conversion is exact for |q| in [2^-14, 65504] and loses nothing that matters while each
   // 8-value chunk is zero or has its largest |q| in [2^-6, 65280]; if any chunk of the CTA is
   // outside that (rare), every row is shifted by a power of two first (slow path below).
-  static_assert(NT % (kD / 8) == 0, "a thread's Q chunks share one column");
+  static_assert(kThreads % (kD / 8) == 0, "a thread's Q chunks share one column");
   const bool q_nope_col = (tid % (kD / 8)) < kDN / 8;
   int q_odd = 0;
 #pragma unroll
@@ -499,7 +489,7 @@ __global__ void __launch_bounds__(NT, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCKS : 1)
 #pragma unroll
     for (int i = 0; i < QN; ++i) {
       const uint32_t m = __reduce_max_sync(0xffffffffu, q_nope_col ? q_chunk_max(qv[i]) : 0u);
-      if (lane == 0) sQmax[((tid + i * NT) / (kD / 8)) * 2 + (warp & 1)] = m;
+      if (lane == 0) sQmax[((tid + i * kThreads) / (kD / 8)) * 2 + (warp & 1)] = m;
     }
     __syncthreads();
 #pragma unroll
@@ -512,7 +502,7 @@ __global__ void __launch_bounds__(NT, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCKS : 1)
   // path), rope as bf16.
 #pragma unroll
   for (int i = 0; i < QN; ++i) {
-    const int k = tid + i * NT;
+    const int k = tid + i * kThreads;
     const int r = k / (kD / 8);
     uint4 v = qv[i];
     if (q_nope_col) {
@@ -702,10 +692,10 @@ __global__ void __launch_bounds__(NT, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCKS : 1)
     const float v_shift = pow2i(e_run - e_new);  // nope accumulators to the new V exponent
     e_run = e_new;
 #pragma unroll
-    for (int mt = 0; mt < MTG; ++mt) {
+    for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
-        const int row = (mt0 + mt) * 16 + (lane >> 2) + 8 * i;
+        const int row = mt * 16 + (lane >> 2) + 8 * i;
         float mx = m_run[mt][i];
         float rs = 0.f;
 #pragma unroll
@@ -730,22 +720,22 @@ __global__ void __launch_bounds__(NT, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCKS : 1)
     // the fp16 tile (exact e4m3 values times powers of two). Rope dims (bf16 V): P as bf16 hi
     // + lo, two passes, as every dim was before v12. Each warp takes 7 nope n-tiles and one
     // rope n-tile, so every warp runs 9 n-tile passes per k-step (v11: 16).
-    const int dn0 = pw * 56;
-    const int dr0 = kDN + pw * 8;
+    const int dn0 = warp * 56;
+    const int dr0 = kDN + warp * 8;
 #pragma unroll
     for (int ks = 0; ks < BN / 16; ++ks) {
       const int i8 = lane >> 3;
       const __nv_bfloat16* vrow = sKV + (ks * 16 + (i8 & 1) * 8 + (lane & 7)) * kSRow;
-      uint32_t pa[MTG][4];
+      uint32_t pa[MT][4];
 #pragma unroll
-      for (int mt = 0; mt < MTG; ++mt)
-        ldsm_x4(pa[mt], sP16 + ((mt0 + mt) * 16 + (lane & 15)) * C::PROW + ks * 16 + (lane >> 4) * 8);
+      for (int mt = 0; mt < MT; ++mt)
+        ldsm_x4(pa[mt], sP16 + (mt * 16 + (lane & 15)) * C::PROW + ks * 16 + (lane >> 4) * 8);
 #pragma unroll
       for (int np = 0; np < 3; ++np) {
         uint32_t b[4];
         ldsm_x4_t(b, vrow + dn0 + (np * 2 + (i8 >> 1)) * 8);
 #pragma unroll
-        for (int mt = 0; mt < MTG; ++mt) {
+        for (int mt = 0; mt < MT; ++mt) {
           mma_f16(o[mt][2 * np], pa[mt], b[0], b[1]);
           mma_f16(o[mt][2 * np + 1], pa[mt], b[2], b[3]);
         }
@@ -753,12 +743,12 @@ __global__ void __launch_bounds__(NT, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCKS : 1)
       uint32_t b[4];  // nope n-tile 6 and the rope n-tile in one ldmatrix
       ldsm_x4_t(b, vrow + ((i8 >> 1) ? dr0 : dn0 + 48));
 #pragma unroll
-      for (int mt = 0; mt < MTG; ++mt) mma_f16(o[mt][6], pa[mt], b[0], b[1]);
+      for (int mt = 0; mt < MT; ++mt) mma_f16(o[mt][6], pa[mt], b[0], b[1]);
 #pragma unroll
-      for (int mt = 0; mt < MTG; ++mt) {
+      for (int mt = 0; mt < MT; ++mt) {
         uint32_t ph[4], pl[4];
-        ldsm_x4(ph, sP + ((mt0 + mt) * 16 + (lane & 15)) * C::PROW + ks * 16 + (lane >> 4) * 8);
-        ldsm_x4(pl, sPlo + ((mt0 + mt) * 16 + (lane & 15)) * C::PROW + ks * 16 + (lane >> 4) * 8);
+        ldsm_x4(ph, sP + (mt * 16 + (lane & 15)) * C::PROW + ks * 16 + (lane >> 4) * 8);
+        ldsm_x4(pl, sPlo + (mt * 16 + (lane & 15)) * C::PROW + ks * 16 + (lane >> 4) * 8);
         mma_bf16(o[mt][7], ph, b[2], b[3]);
         mma_bf16(o[mt][7], pl, b[2], b[3]);
       }
@@ -766,14 +756,14 @@ __global__ void __launch_bounds__(NT, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCKS : 1)
   }
 
   // ---- epilogue (nope accumulators hold O / 2^e_run)
-  const int dn0 = pw * 56;
-  const int dr0 = kDN + pw * 8;
+  const int dn0 = warp * 56;
+  const int dr0 = kDN + warp * 8;
   const Pow2Pair v_exp(e_run);
 #pragma unroll
-  for (int mt = 0; mt < MTG; ++mt) {
+  for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
-      const int row = (mt0 + mt) * 16 + (lane >> 2) + 8 * i;
+      const int row = mt * 16 + (lane >> 2) + 8 * i;
       const int h = h0 + row;
       if (h >= p.H) continue;
       const bool empty = m_run[mt][i] == -INFINITY;
@@ -791,7 +781,7 @@ __global__ void __launch_bounds__(NT, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCKS : 1)
           *reinterpret_cast<uint32_t*>(dst + (n < 7 ? dn0 + n * 8 : dr0)) =
               pack_bf16(o[mt][n][2 * i] * g, o[mt][n][2 * i + 1] * g);
         }
-        if (pw == 0 && (lane & 3) == 0) p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
+        if (warp == 0 && (lane & 3) == 0) p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
       } else {
         const float f = empty ? 0.f : 1.f / l;
         const float fn = v_exp(f);
@@ -804,7 +794,7 @@ __global__ void __launch_bounds__(NT, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCKS : 1)
         st_global_f32x2<160>(dst, o[mt][5][2 * i] * fn, o[mt][5][2 * i + 1] * fn);
         st_global_f32x2<192>(dst, o[mt][6][2 * i] * fn, o[mt][6][2 * i + 1] * fn);
         st_global_f32x2<0>(dst - dn0 + dr0, o[mt][7][2 * i] * f, o[mt][7][2 * i + 1] * f);
-        if (pw == 0 && (lane & 3) == 0) p.ws_lse[th * num_splits + split] = lse2;
+        if (warp == 0 && (lane & 3) == 0) p.ws_lse[th * num_splits + split] = lse2;
       }
     }
   }
@@ -960,19 +950,12 @@ int heads_per_cta(int config, int H) {
   return H <= 16 ? 16 : 32;
 }
 
-// Threads per CTA of a layout: 512 for LARGE at 64 heads (two 8-warp groups over one tile),
-// else 256.
-template <int MT, int BN>
-constexpr int layout_threads() {
-  return (MT == 4 && BN == 64) ? 512 : kThreads;
-}
-
 // The kernel for a layout, with its dynamic shared memory limit raised once per device
 // (needed both to launch it and for the occupancy query of the plan).
 template <int MT, int BN, int VEC>
 cudaError_t prepared_kernel(void (**out)(const SparseMlaParams, int, int)) {
-  using C = Cfg<MT, BN, layout_threads<MT, BN>()>;
-  auto kernel = sparse_mla_decode_kernel<MT, BN, VEC, layout_threads<MT, BN>()>;
+  using C = Cfg<MT, BN>;
+  auto kernel = sparse_mla_decode_kernel<MT, BN, VEC>;
   static bool attr_set[kMaxDevices] = {};
   int device = 0;
   cudaError_t e = cudaGetDevice(&device);
@@ -990,12 +973,12 @@ cudaError_t prepared_kernel(void (**out)(const SparseMlaParams, int, int)) {
 template <int MT, int BN, int VEC>
 cudaError_t launch_main(const SparseMlaParams& p, const SparseMlaPlan& plan, int head_blocks,
                         cudaStream_t stream) {
-  using C = Cfg<MT, BN, layout_threads<MT, BN>()>;
+  using C = Cfg<MT, BN>;
   void (*kernel)(const SparseMlaParams, int, int) = nullptr;
   cudaError_t e = prepared_kernel<MT, BN, VEC>(&kernel);
   if (e != cudaSuccess) return e;
   dim3 grid(unsigned(int64_t(p.T) * head_blocks), unsigned(plan.num_splits));
-  kernel<<<grid, layout_threads<MT, BN>(), C::SMEM, stream>>>(p, plan.num_splits, head_blocks);
+  kernel<<<grid, kThreads, C::SMEM, stream>>>(p, plan.num_splits, head_blocks);
   return cudaGetLastError();
 }
 
@@ -1008,8 +991,7 @@ int blocks_per_sm(int device) {
     void (*kernel)(const SparseMlaParams, int, int) = nullptr;
     int n = 0;
     if (prepared_kernel<MT, BN, 16>(&kernel) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, layout_threads<MT, BN>(),
-                                                      Cfg<MT, BN, layout_threads<MT, BN>()>::SMEM) != cudaSuccess) {
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kThreads, Cfg<MT, BN>::SMEM) != cudaSuccess) {
       cudaGetLastError();  // clear a sticky-free error from the query; fall back to 1
       n = 1;
     }
@@ -1127,7 +1109,7 @@ cudaError_t sparse_mla_decode_plan(int device, int T, int H, int topk, int extra
     // single tile (latency-bound calls: T = 1, DSpark drafts) and always at <= 16 heads;
     // LARGE (64 candidates, up to 64 heads sharing each gathered tile) wins as soon as CTAs
     // hold several tiles. SM120/SM121 only fit SMALL.
-    const bool fits_large = d.smem_optin >= Cfg<4, 64, layout_threads<4, 64>()>::SMEM;
+    const bool fits_large = d.smem_optin >= Cfg<4, 64>::SMEM;
     config = kConfigSmall;
     if (fits_large && H > 16) {
       const int tiles_s = (topk + 31) / 32 + (extra_topk + 31) / 32;
