@@ -616,6 +616,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         ldsm_x4(a, qa + kk * 16);
 #pragma unroll
         for (int pr = 0; pr < C::NTW / 2; ++pr) {
+          if (cn + pr * 16 >= rows) continue;  // warp-uniform
           uint32_t b[4];
           ldsm_x4(b, kb + pr * 16 * kSRow + kk * 16);
           mma_f16(sacc[2 * pr], a, b[0], b[1]);
@@ -632,6 +633,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         ldsm_x4(a, qa + kk * 16);
 #pragma unroll
         for (int pr = 0; pr < C::NTW / 2; ++pr) {
+          if (cn + pr * 16 >= rows) continue;
           uint32_t b[4];
           ldsm_x4(b, kb + pr * 16 * kSRow + kk * 16);
           mma_bf16(sacc[2 * pr], a, b[0], b[1]);
