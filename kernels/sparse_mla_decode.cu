@@ -192,17 +192,13 @@ struct Tile {
   // [1][BN] of its scale bytes; -1 = invalid (zero-filled, never read). The publisher of the
   // ids computed them once per candidate: the page division by the run-time page size was
   // ~48 instructions per chunk here (v11 ncu, big shape: 15.6% of the main kernel's stall samples).
-  // rows: candidates [0, rows) are copied (rows = the tile's valid positions rounded up to 16,
-  // see tile_rows); later rows are neither copied nor dequantized, and nothing reads them.
-  // Every scale slot is copied (zero-filled when invalid): the tile exponent reads all BN.
   static __device__ __forceinline__ void prefetch(const SparseMlaCache& c, const int64_t* sOff, uint8_t* sRaw,
-                                                  uint8_t* sScale, int tid, int rows) {
+                                                  uint8_t* sScale, int tid) {
 #pragma unroll
     for (int j = 0; j < NPT; ++j) {
       const int k = tid + j * kThreads;
       if (TOTAL % kThreads != 0 && k >= TOTAL) break;
       const int cand = k / CPC;
-      if (cand >= rows) break;  // cand grows with j
       const int ch = k - cand * CPC;
       const int64_t off = sOff[cand];
       cp_async<VEC>(sRaw + k * VEC, c.base + (off >= 0 ? off + ch * VEC : 0), off >= 0);
@@ -217,13 +213,12 @@ struct Tile {
   // Dequantize this thread's chunks: nope FP8 * 2^(scale - maxb) -> fp16 (the tile's V is
   // this times 2^(maxb - 127), applied to P and the accumulators instead), rope bf16 copied.
   static __device__ __forceinline__ void store(const uint8_t* sRaw, const uint8_t* sScale, __nv_bfloat16* sKV,
-                                               int tid, uint32_t maxb, int rows) {
+                                               int tid, uint32_t maxb) {
 #pragma unroll
     for (int j = 0; j < NPT; ++j) {
       const int k = tid + j * kThreads;
       if (TOTAL % kThreads != 0 && k >= TOTAL) break;
       const int cand = k / CPC;
-      if (cand >= rows) break;
       const int ch = k - cand * CPC;
       __nv_bfloat16* row = sKV + cand * kSRow;
       const Vec r = *reinterpret_cast<const Vec*>(sRaw + k * VEC);
@@ -280,16 +275,6 @@ __device__ __forceinline__ uint32_t tile_max_scale(const uint8_t* sScaleTile, in
 __device__ __forceinline__ int q_row_shift(uint32_t m0, uint32_t m1) {
   const int e = int((m0 > m1 ? m0 : m1) >> 7);
   return (e == 0 || e >= 255) ? 0 : (e - 141 < -127 ? -127 : e - 141);
-}
-
-// Rows of a tile that any mma reads: its positions below the row's valid length, rounded up to
-// the 16-candidate k-step (positions past the length are invalid, so their P is exactly 0: S
-// skips their n-tiles, P.V their k-steps, the loader their bytes). v12: a DSpark row of 133
-// valid of 192 leaves 5 of the third 64-candidate tile.
-template <int BN>
-__device__ __forceinline__ int tile_rows(int pos0, int len) {
-  const int n = ((len - pos0 + 15) / 16) * 16;
-  return n < BN ? n : BN;
 }
 
 // Largest bf16 magnitude (bits) of an 8-value chunk.
@@ -496,8 +481,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   if (tile_begin < tile_end) {
     const SparseMlaCache* c; int pos0, len;
     tile_src(tile_begin, c, pos0, len);
-    TileT::prefetch(*c, sOff + (tile_begin & 1) * 2 * BN, sRaw, sScale + (tile_begin & 1) * BN * 8, tid,
-                    tile_rows<BN>(pos0, len));
+    TileT::prefetch(*c, sOff + (tile_begin & 1) * 2 * BN, sRaw, sScale + (tile_begin & 1) * BN * 8, tid);
   }
   int q_shift[2] = {0, 0};  // this S-warp thread's two rows: the Q shift S undoes
   if (q_slow) {
@@ -539,18 +523,11 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     const uint32_t maxb = tile_max_scale<BN>(sScale + (it & 1) * BN * 8, lane);
     const int e_tile = int(maxb) - 127;
     const int e_new = e_run > e_tile ? e_run : e_tile;
-    int rows;
-    {
-      const SparseMlaCache* c; int pos0, len;
-      tile_src(it, c, pos0, len);
-      rows = tile_rows<BN>(pos0, len);
-    }
-    TileT::store(sRaw, sScale + (it & 1) * BN * 8, sKV, tid, maxb, rows);
+    TileT::store(sRaw, sScale + (it & 1) * BN * 8, sKV, tid, maxb);
     if (it + 1 < tile_end) {
       const SparseMlaCache* c; int pos0, len;
       tile_src(it + 1, c, pos0, len);
-      TileT::prefetch(*c, sOff + ((it + 1) & 1) * 2 * BN, sRaw, sScale + ((it + 1) & 1) * BN * 8, tid,
-                      tile_rows<BN>(pos0, len));
+      TileT::prefetch(*c, sOff + ((it + 1) & 1) * 2 * BN, sRaw, sScale + ((it + 1) & 1) * BN * 8, tid);
     }
     // ids of tile it+2: loaded now, validated and published after the S phase
     int32_t next_id = -1;
@@ -573,9 +550,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     const Pow2Pair s_nope[2] = {Pow2Pair(q_shift[0] + e_tile), Pow2Pair(q_shift[1] + e_tile)};
     if (s_active) {
       const __nv_bfloat16* qa = sQ + (rm + (lane & 15)) * kSRow + (lane >> 4) * 8;
-      // A warp whose columns are all past the valid length skips the mma (its S is masked).
-      if (cn >= rows) {
-      } else if constexpr (C::NTW == 1) {
+      if constexpr (C::NTW == 1) {
         // One n-tile per warp: two accumulators over even / odd k-steps, so consecutive
         // mma.sync do not wait on each other (a single chain exposes the full mma latency).
         float sodd[4] = {0.f, 0.f, 0.f, 0.f};
@@ -616,7 +591,6 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         ldsm_x4(a, qa + kk * 16);
 #pragma unroll
         for (int pr = 0; pr < C::NTW / 2; ++pr) {
-          if (cn + pr * 16 >= rows) continue;  // warp-uniform
           uint32_t b[4];
           ldsm_x4(b, kb + pr * 16 * kSRow + kk * 16);
           mma_f16(sacc[2 * pr], a, b[0], b[1]);
@@ -633,7 +607,6 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         ldsm_x4(a, qa + kk * 16);
 #pragma unroll
         for (int pr = 0; pr < C::NTW / 2; ++pr) {
-          if (cn + pr * 16 >= rows) continue;
           uint32_t b[4];
           ldsm_x4(b, kb + pr * 16 * kSRow + kk * 16);
           mma_bf16(sacc[2 * pr], a, b[0], b[1]);
@@ -751,7 +724,6 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     const int dr0 = kDN + warp * 8;
 #pragma unroll
     for (int ks = 0; ks < BN / 16; ++ks) {
-      if (ks * 16 >= rows) break;  // P is exactly 0 past the valid length
       const int i8 = lane >> 3;
       const __nv_bfloat16* vrow = sKV + (ks * 16 + (i8 & 1) * 8 + (lane & 7)) * kSRow;
       uint32_t pa[MT][4];
