@@ -100,3 +100,11 @@ def test_quantize_rejects_bad_input() -> None:
         layout.quantize_kv(torch.zeros(3, 448), 4)
     with pytest.raises(ValueError, match="page_block_size"):
         layout.quantize_kv(torch.zeros(3, 512), 0)
+
+
+def test_e8m0_255_is_nan_and_the_rest_are_powers_of_two() -> None:
+    b = torch.arange(256, dtype=torch.uint8)
+    f = layout.ue8m0_to_float(b)
+    assert torch.isnan(f[255]) and not torch.isnan(f[:255]).any()
+    assert torch.equal(f[:255], torch.exp2(torch.arange(255, dtype=torch.float32) - 127.0))
+    assert f[0] > 0  # 2^-127: an fp32 denormal, not flushed

@@ -75,10 +75,15 @@ def raw_pages(cache: torch.Tensor) -> torch.Tensor:
 
 
 def ue8m0_to_float(scale_bytes: torch.Tensor) -> torch.Tensor:
-    """UE8M0 byte -> float32 ``2**(byte-127)`` (255 -> +inf, as the CUDA kernel decodes it)."""
+    """UE8M0 byte -> float32 ``2**(byte-127)``; 255 is NaN (OCP MX E8M0), as the kernel decodes it.
+
+    The quantizer never writes 255 (exponents are clamped to [-127, 127]); a cache that holds
+    one gives NaN in every row that references the candidate, here and in the kernel.
+    """
     import torch
 
-    return torch.exp2(scale_bytes.to(torch.float32) - 127.0)
+    b = scale_bytes.to(torch.float32)
+    return torch.where(b == 255.0, torch.full_like(b, float("nan")), torch.exp2(b - 127.0))
 
 
 def quantize_kv(
