@@ -226,6 +226,32 @@ def test_combine_sum_order_independent_of_row_count(splits: int) -> None:
         assert torch.equal(o1[0], out[r]) and torch.equal(l1[0], lse[r]), (splits, r)
 
 
+@pytest.mark.parametrize("config", [ops.CONFIG_LARGE_SMEM, ops.CONFIG_SMALL_SMEM, ops.CONFIG_SMALL_SMEM_16])
+def test_q_outside_fp16_range_takes_the_shift_path(config: int) -> None:
+    """Q's nope part meets the fp16 K tile in fp16 (v12). Q beyond fp16's range (x 2^17: |q| up
+    to ~6e5) or with chunks below 2^-6 (x 2^-12) takes the per-row power-of-two shift, which is
+    exact: both land on the same fp16 values, so with sm_scale scaled back S, out and lse agree
+    bit for bit, and with the reference. One tiny head sends its whole CTA down that path; the
+    other heads then equal the x 2^17 call's bit for bit (same shifted values)."""
+    args = _inputs(Case(t=6, h=32, topk=192, pbs=64, extra=(96, 64), sink=False, seed=23))
+    scale = 0.05
+    q = args["q"]
+    outs = []
+    for k in (17, -12):
+        args["q"] = (q.float() * 2.0**k).to(torch.bfloat16)
+        out, lse = ops.sparse_mla_decode_cfg(config=config, num_splits=0, sm_scale=scale * 2.0**-k, **args)
+        _check({**args, "q": q}, out, lse, scale=scale)
+        outs.append((out, lse))
+    assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
+    args["q"] = q.clone()
+    args["q"][:, 5] = (q[:, 5].float() * 2.0**-12).to(torch.bfloat16)
+    out, lse = ops.sparse_mla_decode_cfg(config=config, num_splits=0, sm_scale=scale, **args)
+    _check(args, out, lse, scale=scale)
+    others = [h for h in range(32) if h != 5]
+    assert torch.equal(out[:, others], outs[0][0][:, others])
+    assert torch.equal(lse[:, others], outs[0][1][:, others])
+
+
 @pytest.mark.parametrize("base2", [False, True])
 @pytest.mark.parametrize("sink", [False, True])
 def test_lse_conventions(base2: bool, sink: bool) -> None:
