@@ -466,9 +466,10 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   const bool s_active = warp < C::S_WARPS;
 
   // The nope part of Q goes to shared memory as fp16 (it meets the fp16 K tile in S). Plain
-  // conversion is exact for |q| in [2^-14, 65504] and loses nothing that matters while each
-  // 8-value chunk is zero or has its largest |q| in [2^-6, 65280]; if any chunk of the CTA is
-  // outside that (rare), every row is shifted by a power of two first (slow path below).
+  // conversion is exact for bf16 |q| in [2^-17, 65280] (below 2^-14 as fp16 subnormals) and
+  // rounds smaller values to fp16's 2^-24 grid, which is negligible while each 8-value chunk is
+  // zero or has its largest |q| in [2^-6, 65280]; if any chunk of the CTA is outside that
+  // (rare), every row is shifted by a power of two first (slow path below, exact).
   static_assert(kThreads % (kD / 8) == 0, "a thread's Q chunks share one column");
   const bool q_nope_col = (tid % (kD / 8)) < kDN / 8;
   int q_odd = 0;
