@@ -38,6 +38,61 @@ constexpr int kSRow = kD + 8;  // smem row stride (bf16) of Q and KV: 1040 B, ld
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
+// ---------------------------------------------------------------- phase timeline (bench only)
+// Built with -DDSPARKCTL_TIMELINE (bench/kernel_timeline.cu), thread 0 of every CTA records
+// where its time goes: global timestamps at entry / exit and the SM cycles of each phase,
+// summed over its tiles. ncu's stall samples say which instructions wait; this says which
+// phase of the single-tile latency chain (T = 1, DSpark drafts) the microseconds are in.
+// Off by default: the macros compile to nothing and the shared-memory slot is 0 bytes.
+#ifdef DSPARKCTL_TIMELINE
+constexpr int kTlSmemBytes = 64;
+constexpr int kTlMaxCtas = 1 << 14;
+constexpr int kTlSlots = 16;
+// [cta][slot]: 0 globaltimer at entry, 1 at exit, 2 SM id, 3 tiles, 4 cycles to the first
+// barrier (Q and the first ids landed), 5 to Q in shared memory, 6..10 per-tile phases summed
+// (tile landed, dequantized, S, P, P.V), 11 the epilogue.
+__device__ unsigned long long g_tl_main[kTlMaxCtas][kTlSlots];
+// [combine block]: 0 globaltimer at entry, 1 after griddepcontrol.wait, 2 at exit.
+__device__ unsigned long long g_tl_combine[kTlMaxCtas][4];
+__device__ __forceinline__ unsigned long long tl_globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+#define DSPARKCTL_TL_BEGIN(smem_tl)                                            \
+  unsigned long long tl_prev = clock64();                                      \
+  unsigned long long* tl_acc = reinterpret_cast<unsigned long long*>(smem_tl); \
+  const int tl_cta = blockIdx.y * gridDim.x + blockIdx.x;                       \
+  if (threadIdx.x == 0) {                                                      \
+    for (int i = 0; i < 8; ++i) tl_acc[i] = 0;                                 \
+    if (tl_cta < kTlMaxCtas) g_tl_main[tl_cta][0] = tl_globaltimer();         \
+  }
+// Cycles since the previous mark, added to phase slot `slot` (4..11).
+#define DSPARKCTL_TL_MARK(slot)                                   \
+  do {                                                            \
+    const unsigned long long tl_now = clock64();                  \
+    if (threadIdx.x == 0) tl_acc[(slot) - 4] += tl_now - tl_prev; \
+    tl_prev = tl_now;                                             \
+  } while (0)
+#define DSPARKCTL_TL_END(tiles)                                                          \
+  if (threadIdx.x == 0 && tl_cta < kTlMaxCtas) {                                         \
+    unsigned smid;                                                                       \
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));                                   \
+    for (int i = 0; i < 8; ++i) g_tl_main[tl_cta][4 + i] = tl_acc[i];                   \
+    g_tl_main[tl_cta][2] = smid;                                                         \
+    g_tl_main[tl_cta][3] = (tiles);                                                      \
+    g_tl_main[tl_cta][1] = tl_globaltimer();                                             \
+  }
+#define DSPARKCTL_TL_COMBINE(slot) \
+  if (threadIdx.x == 0 && blockIdx.x < kTlMaxCtas) g_tl_combine[blockIdx.x][slot] = tl_globaltimer()
+#else
+constexpr int kTlSmemBytes = 0;
+#define DSPARKCTL_TL_BEGIN(smem_tl)
+#define DSPARKCTL_TL_MARK(slot) do {} while (0)
+#define DSPARKCTL_TL_END(tiles)
+#define DSPARKCTL_TL_COMBINE(slot) do {} while (0)
+#endif
+
 template <int MT, int BN>
 struct Cfg {
   static constexpr int M = 16 * MT;  // heads per CTA (padded)
@@ -60,7 +115,8 @@ struct Cfg {
   static constexpr int OFF_RAW = OFF_IDX + 2 * BN * 16;         // raw tile bytes [BN][576]
   static constexpr int OFF_SCALE = OFF_RAW + BN * kRowBytes;    // [2][BN][8] scale slots
   static constexpr int OFF_QMAX = OFF_SCALE + 2 * BN * 8;     // [M][2] |q| nope max bits, per half row
-  static constexpr int SMEM = OFF_QMAX + M * 2 * 4;
+  static constexpr int OFF_TL = OFF_QMAX + M * 2 * 4;  // phase cycle sums (timeline builds only)
+  static constexpr int SMEM = OFF_TL + kTlSmemBytes;
   static_assert(S_WARPS <= kWarps, "S phase needs at most 8 warps");
   static_assert(NTW == 1 || NTW % 2 == 0, "n-tiles per warp: 1 or even");
   static_assert(BN % 16 == 0, "BN multiple of 16");
@@ -363,6 +419,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   // now; it waits in griddepcontrol.wait until this whole grid has finished and flushed.
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
+  DSPARKCTL_TL_BEGIN(smem + C::OFF_TL)
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
   const int lane = tid & 31;
@@ -479,6 +536,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     q_odd |= q_nope_col && m != 0u && (m < 0x3c80u || m > 0x477fu);
   }
   const bool q_slow = __syncthreads_or(q_odd);  // also: the first tiles' offsets are visible
+  DSPARKCTL_TL_MARK(4);
   if (tile_begin < tile_end) {
     const SparseMlaCache* c; int pos0, len;
     tile_src(tile_begin, c, pos0, len);
@@ -516,10 +574,12 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   }
   // Exponent of the nope accumulators (o[.][0..6] hold O / 2^e_run); none yet.
   int e_run = -(1 << 20);
+  DSPARKCTL_TL_MARK(5);
 
   for (int it = tile_begin; it < tile_end; ++it) {
     cp_async_wait_all();
     __syncthreads();  // tile `it` landed; previous tile's PV is done with sKV / sP
+    DSPARKCTL_TL_MARK(6);
     // V exponent of this tile (its largest scale) and of the accumulators after it.
     const uint32_t maxb = tile_max_scale<BN>(sScale + (it & 1) * BN * 8, lane);
     const int e_tile = int(maxb) - 127;
@@ -539,6 +599,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     }
     const int64_t* sValid = sOff + (it & 1) * 2 * BN;  // this tile's row offsets (-1 = invalid)
     __syncthreads();
+    DSPARKCTL_TL_MARK(7);
 
     // ---- S = Q K^T for a 16 x (8*NTW) slice
     float sacc[C::NTW][4];
@@ -638,6 +699,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       }
     }
     __syncthreads();
+    DSPARKCTL_TL_MARK(8);
 
     // ---- P = exp2(S - m_new) in bf16 to smem, row sums of the rounded P
     if (s_active) {
@@ -688,6 +750,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       publish_id(*c, next_id, sOff + (it & 1) * 2 * BN, BN, tid);
     }
     __syncthreads();
+    DSPARKCTL_TL_MARK(9);
 
     // ---- rescale O, update l, O += P V over this warp's 56 nope + 8 rope output dims
     const float v_shift = pow2i(e_run - e_new);  // nope accumulators to the new V exponent
@@ -754,6 +817,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         mma_bf16(o[mt][7], pl, b[2], b[3]);
       }
     }
+    DSPARKCTL_TL_MARK(10);
   }
 
   // ---- epilogue (nope accumulators hold O / 2^e_run)
@@ -799,6 +863,8 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       }
     }
   }
+  DSPARKCTL_TL_MARK(11);
+  DSPARKCTL_TL_END(tile_end - tile_begin)
 }
 
 // ---------------------------------------------------------------- split combine
@@ -833,8 +899,10 @@ __global__ void __launch_bounds__(128 * G, combine_min_blocks<B, G>()) sparse_ml
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // Programmatic dependent launch: this grid may start before the main kernel ends; wait
   // here until it has completed and its partials are visible (no-op without PDL).
+  DSPARKCTL_TL_COMBINE(0);
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
+  DSPARKCTL_TL_COMBINE(1);
   const int64_t th = blockIdx.x;
   const int h = int(th % p.H);
   const int g = G == 1 ? 0 : int(threadIdx.x >> 7);
@@ -923,6 +991,7 @@ __global__ void __launch_bounds__(128 * G, combine_min_blocks<B, G>()) sparse_ml
   uint2 packed = make_uint2(pack_bf16(o.x * f, o.y * f), pack_bf16(o.z * f, o.w * f));
   *reinterpret_cast<uint2*>(reinterpret_cast<__nv_bfloat16*>(p.out) + th * kD + lt * 4) = packed;
   if (lt == 0) p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
+  DSPARKCTL_TL_COMBINE(2);
 }
 
 // ---------------------------------------------------------------- host side
