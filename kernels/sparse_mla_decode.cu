@@ -45,12 +45,13 @@ constexpr float kLn2 = 0.6931471805599453f;
 // phase of the single-tile latency chain (T = 1, DSpark drafts) the microseconds are in.
 // Off by default: the macros compile to nothing and the shared-memory slot is 0 bytes.
 #ifdef DSPARKCTL_TIMELINE
-constexpr int kTlSmemBytes = 64;
+constexpr int kTlSmemBytes = 128;
 constexpr int kTlMaxCtas = 1 << 14;
 constexpr int kTlSlots = 16;
 // [cta][slot]: 0 globaltimer at entry, 1 at exit, 2 SM id, 3 tiles, 4 cycles to the first
-// barrier (Q and the first ids landed), 5 to Q in shared memory, 6..10 per-tile phases summed
-// (tile landed, dequantized, S, P, P.V), 11 the epilogue.
+// barrier (Q and the first ids landed), 5 the first tile's copy issued, 6 Q in shared memory,
+// 7..12 per-tile phases summed (tile landed, dequantized, next copy issued + barrier, S, P,
+// P.V), 13 the epilogue.
 __device__ unsigned long long g_tl_main[kTlMaxCtas][kTlSlots];
 // [combine block]: 0 globaltimer at entry, 1 after griddepcontrol.wait, 2 at exit.
 __device__ unsigned long long g_tl_combine[kTlMaxCtas][4];
@@ -64,10 +65,10 @@ __device__ __forceinline__ unsigned long long tl_globaltimer() {
   unsigned long long* tl_acc = reinterpret_cast<unsigned long long*>(smem_tl); \
   const int tl_cta = blockIdx.y * gridDim.x + blockIdx.x;                       \
   if (threadIdx.x == 0) {                                                      \
-    for (int i = 0; i < 8; ++i) tl_acc[i] = 0;                                 \
+    for (int i = 0; i < 10; ++i) tl_acc[i] = 0;                                 \
     if (tl_cta < kTlMaxCtas) g_tl_main[tl_cta][0] = tl_globaltimer();         \
   }
-// Cycles since the previous mark, added to phase slot `slot` (4..11).
+// Cycles since the previous mark, added to phase slot `slot` (4..13).
 #define DSPARKCTL_TL_MARK(slot)                                   \
   do {                                                            \
     const unsigned long long tl_now = clock64();                  \
@@ -78,7 +79,7 @@ __device__ __forceinline__ unsigned long long tl_globaltimer() {
   if (threadIdx.x == 0 && tl_cta < kTlMaxCtas) {                                         \
     unsigned smid;                                                                       \
     asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));                                   \
-    for (int i = 0; i < 8; ++i) g_tl_main[tl_cta][4 + i] = tl_acc[i];                   \
+    for (int i = 0; i < 10; ++i) g_tl_main[tl_cta][4 + i] = tl_acc[i];                   \
     g_tl_main[tl_cta][2] = smid;                                                         \
     g_tl_main[tl_cta][3] = (tiles);                                                      \
     g_tl_main[tl_cta][1] = tl_globaltimer();                                             \
@@ -98,6 +99,7 @@ struct Cfg {
   static constexpr int M = 16 * MT;  // heads per CTA (padded)
   static constexpr int NWN = (8 / MT) < (BN / 8) ? (8 / MT) : (BN / 8);  // S-phase warps along N
   static constexpr int NTW = BN / 8 / NWN;  // 8-wide n-tiles per S-phase warp
+  static constexpr int DEQ_GROUP = BN == 64 ? 4 : 2;  // chunks per batch of loads (Tile::store)
   static constexpr int S_WARPS = MT * NWN;  // warps busy in the S phase
   static constexpr int PROW = BN + 8;       // smem P row stride (bf16)
   static constexpr int Q_BYTES = M * kSRow * 2;
@@ -197,10 +199,12 @@ struct Pow2Pair {
 // The nope V tile holds e4m3 values times 2^(scale byte - tile max byte) in fp16, two per
 // word: the fp16 multiplier 2^d (d <= 0; subnormal below 2^-14, 0 below 2^-24) for one chunk.
 // E8M0 255 is NaN (OCP MX): its values become NaN, as NaN scales should.
+// Branch-free (selects): a branch here kept ptxas from overlapping one chunk's work with the next.
 __device__ __forceinline__ uint32_t f16_pow2x2(uint32_t b, uint32_t maxb) {
-  if (b == 255u) return 0x7e007e00u;
   const int d = int(b) - int(maxb);
-  const uint32_t h = d >= -14 ? uint32_t(d + 15) << 10 : (d >= -24 ? 1u << (d + 24) : 0u);
+  const int sub = d + 24 < 0 ? 0 : d + 24;
+  uint32_t h = d >= -14 ? uint32_t(d + 15) << 10 : (d >= -24 ? 1u << sub : 0u);
+  h = b == 255u ? 0x7e00u : h;
   return h | (h << 16);
 }
 // e4m3 x2 -> fp16 x2 (exact, hardware convert) times a power-of-two multiplier (one HMUL2,
@@ -231,17 +235,34 @@ __device__ __forceinline__ float bf16_lo(uint32_t v) { return __uint_as_float(v 
 __device__ __forceinline__ float bf16_hi(uint32_t v) { return __uint_as_float(v & 0xffff0000u); }
 
 // ---------------------------------------------------------------- tile loader
-// A tile = BN consecutive candidate positions of one cache. Chunk k of a tile is bytes
-// [VEC * (k % CPC), +VEC) of candidate k / CPC's 576 data bytes; thread tid owns chunks
+// A tile = BN consecutive candidate positions of one cache, staged as VEC-byte chunks: first
+// the BN x (448 / VEC) nope chunks (chunk k: candidate k / NCPC, bytes VEC * (k % NCPC)), then
+// the BN x (128 / VEC) rope chunks. Thread tid owns nope chunks tid + j * 256 and rope chunks
 // tid + j * 256 both when copying them in (cp.async, coalesced: consecutive threads take
 // consecutive bytes of a row) and when dequantizing them, so the staging buffer needs no
-// barrier between the two. Threads tid < BN copy candidate tid's 8 scale bytes.
+// barrier between one tile's dequantization and the next tile's copy. Threads tid < BN copy
+// candidate tid's 8 scale bytes.
+// v13: nope and rope chunks in separate ranges, so whether a chunk is nope is known per loop
+// iteration at compile time (v12 mixed them per candidate row: a divergent branch per chunk,
+// and ptxas dequantized the chunks one at a time, each a dependent LDS -> LDS.U8 -> convert
+// -> STS chain; the phase timeline put dequantization at 2280 cycles of a 16-head T = 1 CTA).
+// The thread index read anew where it is used: ptxas otherwise hoists every chunk's address
+// arithmetic out of the tile loop and, at the register caps of LARGE and 32-head SMALL,
+// spills it (v13 first build: 19 registers' worth reloaded per tile).
+__device__ __forceinline__ int tid_fresh() {
+  int t;
+  asm volatile("mov.u32 %0, %%tid.x;" : "=r"(t));
+  return t;
+}
+
 template <int BN, int VEC>
 struct Tile {
-  static constexpr int CPC = kRowBytes / VEC;
-  static constexpr int NOPE_CH = kDN / VEC;
-  static constexpr int TOTAL = BN * CPC;
-  static constexpr int NPT = (TOTAL + kThreads - 1) / kThreads;
+  static constexpr int NCPC = kDN / VEC;               // nope chunks per candidate
+  static constexpr int RCPC = (kRowBytes - kDN) / VEC;  // rope chunks per candidate
+  static constexpr int NOPE = BN * NCPC;
+  static constexpr int ROPE = BN * RCPC;
+  static constexpr int NPT_N = (NOPE + kThreads - 1) / kThreads;
+  static constexpr int NPT_R = (ROPE + kThreads - 1) / kThreads;
   using Vec = typename std::conditional<VEC == 16, uint4, uint2>::type;
 
   // sOff: this tile's candidates as byte offsets into the cache, [0][BN] of the data row and
@@ -249,15 +270,26 @@ struct Tile {
   // ids computed them once per candidate: the page division by the run-time page size was
   // ~48 instructions per chunk here (v11 ncu, big shape: 15.6% of the main kernel's stall samples).
   static __device__ __forceinline__ void prefetch(const SparseMlaCache& c, const int64_t* sOff, uint8_t* sRaw,
-                                                  uint8_t* sScale, int tid) {
+                                                  uint8_t* sScale) {
+    const int tid = tid_fresh();
 #pragma unroll
-    for (int j = 0; j < NPT; ++j) {
+    for (int j = 0; j < NPT_N; ++j) {
       const int k = tid + j * kThreads;
-      if (TOTAL % kThreads != 0 && k >= TOTAL) break;
-      const int cand = k / CPC;
-      const int ch = k - cand * CPC;
-      const int64_t off = sOff[cand];
-      cp_async<VEC>(sRaw + k * VEC, c.base + (off >= 0 ? off + ch * VEC : 0), off >= 0);
+      if (NOPE % kThreads == 0 || k < NOPE) {
+        const int cand = k / NCPC;
+        const int64_t off = sOff[cand];
+        cp_async<VEC>(sRaw + k * VEC, c.base + (off >= 0 ? off + (k - cand * NCPC) * VEC : 0), off >= 0);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < NPT_R; ++j) {
+      const int r = tid + j * kThreads;
+      if (ROPE % kThreads == 0 || r < ROPE) {
+        const int cand = r / RCPC;
+        const int64_t off = sOff[cand];
+        cp_async<VEC>(sRaw + (NOPE + r) * VEC, c.base + (off >= 0 ? off + kDN + (r - cand * RCPC) * VEC : 0),
+                      off >= 0);
+      }
     }
     if (tid < BN) {
       const int64_t off = sOff[BN + tid];
@@ -268,26 +300,38 @@ struct Tile {
 
   // Dequantize this thread's chunks: nope FP8 * 2^(scale - maxb) -> fp16 (the tile's V is
   // this times 2^(maxb - 127), applied to P and the accumulators instead), rope bf16 copied.
-  static __device__ __forceinline__ void store(const uint8_t* sRaw, const uint8_t* sScale, __nv_bfloat16* sKV,
-                                               int tid, uint32_t maxb) {
+  // Chunks go in groups of up to G: the group's staged bytes and scale bytes are all read
+  // before any is converted, so the shared-memory latencies overlap; G bounds the registers
+  // that holds (LARGE and 32-head SMALL already sit at their register caps).
+  template <int G>
+  static __device__ __forceinline__ void store_nope(const uint8_t* sRaw, const uint8_t* sScale, __nv_bfloat16* sKV,
+                                                    int tid, uint32_t maxb, int j0) {
+    Vec rn[G];
+    uint32_t sb[G];
 #pragma unroll
-    for (int j = 0; j < NPT; ++j) {
-      const int k = tid + j * kThreads;
-      if (TOTAL % kThreads != 0 && k >= TOTAL) break;
-      const int cand = k / CPC;
-      const int ch = k - cand * CPC;
-      __nv_bfloat16* row = sKV + cand * kSRow;
-      const Vec r = *reinterpret_cast<const Vec*>(sRaw + k * VEC);
-      if (ch < NOPE_CH) {
-        const uint32_t* w = reinterpret_cast<const uint32_t*>(&r);
-        const uint32_t mult = f16_pow2x2(sScale[cand * 8 + (ch * VEC) / 64], maxb);
+    for (int g = 0; g < G; ++g) {
+      const int k = tid + (j0 + g) * kThreads;
+      if (j0 + g < NPT_N && (NOPE % kThreads == 0 || k < NOPE)) {
+        const int cand = k / NCPC;
+        rn[g] = *reinterpret_cast<const Vec*>(sRaw + k * VEC);
+        sb[g] = sScale[cand * 8 + ((k - cand * NCPC) * VEC) / 64];
+      }
+    }
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      const int k = tid + (j0 + g) * kThreads;
+      if (j0 + g < NPT_N && (NOPE % kThreads == 0 || k < NOPE)) {
+        const int cand = k / NCPC;
+        const int ch = k - cand * NCPC;
+        const uint32_t* w = reinterpret_cast<const uint32_t*>(&rn[g]);
+        const uint32_t mult = f16_pow2x2(sb[g], maxb);
         uint32_t o[VEC / 2];
 #pragma unroll
         for (int i = 0; i < VEC / 4; ++i) {
           o[2 * i] = fp8x2_to_f16x2(w[i] & 0xffffu, mult);
           o[2 * i + 1] = fp8x2_to_f16x2(w[i] >> 16, mult);
         }
-        uint4* dst = reinterpret_cast<uint4*>(row + ch * VEC);
+        uint4* dst = reinterpret_cast<uint4*>(sKV + cand * kSRow + ch * VEC);
         if constexpr (VEC == 16) {
           // Odd lanes write their second half first, so each store instruction of a warp
           // covers consecutive 16-byte words (no 2-way bank conflict from the 32-byte stride).
@@ -299,10 +343,30 @@ struct Tile {
         } else {
           dst[0] = make_uint4(o[0], o[1], o[2], o[3]);
         }
-      } else {
-        *reinterpret_cast<Vec*>(row + kDN + (ch - NOPE_CH) * (VEC / 2)) = r;
       }
     }
+  }
+
+  template <int G>
+  static __device__ __forceinline__ void store(const uint8_t* sRaw, const uint8_t* sScale, __nv_bfloat16* sKV,
+                                               uint32_t maxb) {
+    const int tid = tid_fresh();
+    Vec rr[NPT_R];
+#pragma unroll
+    for (int j = 0; j < NPT_R; ++j) {
+      const int r = tid + j * kThreads;
+      if (ROPE % kThreads == 0 || r < ROPE) rr[j] = *reinterpret_cast<const Vec*>(sRaw + (NOPE + r) * VEC);
+    }
+#pragma unroll
+    for (int j = 0; j < NPT_R; ++j) {
+      const int r = tid + j * kThreads;
+      if (ROPE % kThreads == 0 || r < ROPE) {
+        const int cand = r / RCPC;
+        *reinterpret_cast<Vec*>(sKV + cand * kSRow + kDN + (r - cand * RCPC) * (VEC / 2)) = rr[j];
+      }
+    }
+#pragma unroll
+    for (int j0 = 0; j0 < NPT_N; j0 += G) store_nope<G>(sRaw, sScale, sKV, tid, maxb, j0);
   }
 };
 
@@ -311,17 +375,18 @@ struct Tile {
 // candidates' slots were zero-filled, so they never raise it.
 template <int BN>
 __device__ __forceinline__ uint32_t tile_max_scale(const uint8_t* sScaleTile, int lane) {
+  // v13: bytes extracted and compared as integers (v12's __vcmpeq4 / __vmaxu4 are emulated
+  // on these GPUs: ~70 dependent instructions per candidate before the dequantization).
   uint32_t m = 0;
 #pragma unroll
   for (int c = lane; c < BN; c += 32) {
-    uint2 w = *reinterpret_cast<const uint2*>(sScaleTile + c * 8);
-    w.y &= 0x00ffffffu;
-    w.x &= ~__vcmpeq4(w.x, 0xffffffffu);
-    w.y &= ~__vcmpeq4(w.y, 0xffffffffu);
-    m = __vmaxu4(m, __vmaxu4(w.x, w.y));
+    const uint2 w = *reinterpret_cast<const uint2*>(sScaleTile + c * 8);
+#pragma unroll
+    for (int i = 0; i < 7; ++i) {
+      const uint32_t b = __byte_perm(i < 4 ? w.x : w.y, 0u, 0x4440u + (i & 3));
+      m = max(m, b == 255u ? 0u : b);
+    }
   }
-  m = __vmaxu4(m, m >> 16);
-  m = __vmaxu4(m, m >> 8) & 0xffu;
   return __reduce_max_sync(0xffffffffu, m);
 }
 
@@ -540,8 +605,9 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   if (tile_begin < tile_end) {
     const SparseMlaCache* c; int pos0, len;
     tile_src(tile_begin, c, pos0, len);
-    TileT::prefetch(*c, sOff + (tile_begin & 1) * 2 * BN, sRaw, sScale + (tile_begin & 1) * BN * 8, tid);
+    TileT::prefetch(*c, sOff + (tile_begin & 1) * 2 * BN, sRaw, sScale + (tile_begin & 1) * BN * 8);
   }
+  DSPARKCTL_TL_MARK(5);
   int q_shift[2] = {0, 0};  // this S-warp thread's two rows: the Q shift S undoes
   if (q_slow) {
     // Per row: the largest |q| of each half row (a warp holds 32 chunks of one row per i).
@@ -574,21 +640,22 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   }
   // Exponent of the nope accumulators (o[.][0..6] hold O / 2^e_run); none yet.
   int e_run = -(1 << 20);
-  DSPARKCTL_TL_MARK(5);
+  DSPARKCTL_TL_MARK(6);
 
   for (int it = tile_begin; it < tile_end; ++it) {
     cp_async_wait_all();
     __syncthreads();  // tile `it` landed; previous tile's PV is done with sKV / sP
-    DSPARKCTL_TL_MARK(6);
+    DSPARKCTL_TL_MARK(7);
     // V exponent of this tile (its largest scale) and of the accumulators after it.
     const uint32_t maxb = tile_max_scale<BN>(sScale + (it & 1) * BN * 8, lane);
     const int e_tile = int(maxb) - 127;
     const int e_new = e_run > e_tile ? e_run : e_tile;
-    TileT::store(sRaw, sScale + (it & 1) * BN * 8, sKV, tid, maxb);
+    TileT::template store<C::DEQ_GROUP>(sRaw, sScale + (it & 1) * BN * 8, sKV, maxb);
+    DSPARKCTL_TL_MARK(8);
     if (it + 1 < tile_end) {
       const SparseMlaCache* c; int pos0, len;
       tile_src(it + 1, c, pos0, len);
-      TileT::prefetch(*c, sOff + ((it + 1) & 1) * 2 * BN, sRaw, sScale + ((it + 1) & 1) * BN * 8, tid);
+      TileT::prefetch(*c, sOff + ((it + 1) & 1) * 2 * BN, sRaw, sScale + ((it + 1) & 1) * BN * 8);
     }
     // ids of tile it+2: loaded now, validated and published after the S phase
     int32_t next_id = -1;
@@ -599,7 +666,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     }
     const int64_t* sValid = sOff + (it & 1) * 2 * BN;  // this tile's row offsets (-1 = invalid)
     __syncthreads();
-    DSPARKCTL_TL_MARK(7);
+    DSPARKCTL_TL_MARK(9);
 
     // ---- S = Q K^T for a 16 x (8*NTW) slice
     float sacc[C::NTW][4];
@@ -699,7 +766,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       }
     }
     __syncthreads();
-    DSPARKCTL_TL_MARK(8);
+    DSPARKCTL_TL_MARK(10);
 
     // ---- P = exp2(S - m_new) in bf16 to smem, row sums of the rounded P
     if (s_active) {
@@ -750,7 +817,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       publish_id(*c, next_id, sOff + (it & 1) * 2 * BN, BN, tid);
     }
     __syncthreads();
-    DSPARKCTL_TL_MARK(9);
+    DSPARKCTL_TL_MARK(11);
 
     // ---- rescale O, update l, O += P V over this warp's 56 nope + 8 rope output dims
     const float v_shift = pow2i(e_run - e_new);  // nope accumulators to the new V exponent
@@ -817,7 +884,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         mma_bf16(o[mt][7], pl, b[2], b[3]);
       }
     }
-    DSPARKCTL_TL_MARK(10);
+    DSPARKCTL_TL_MARK(12);
   }
 
   // ---- epilogue (nope accumulators hold O / 2^e_run)
@@ -863,7 +930,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       }
     }
   }
-  DSPARKCTL_TL_MARK(11);
+  DSPARKCTL_TL_MARK(13);
   DSPARKCTL_TL_END(tile_end - tile_begin)
 }
 
