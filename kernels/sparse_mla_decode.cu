@@ -2,7 +2,8 @@
 // for the contract and kernels/NOTES.md for the design and the measured numbers.
 //
 // One source for sm_90a, sm_120a and sm_121a: only mma.sync m16n8k16 (bf16 / fp16 -> fp32),
-// ldmatrix and plain loads, no wgmma / tcgen05 / TMA.
+// ldmatrix, cp.async, bulk copies (cp.async.bulk + mbarrier: sm_90 and SM120 / SM121 alike)
+// and plain loads; no wgmma / tcgen05 / tensor-map TMA.
 //
 // Work decomposition: one CTA = (token t, block of M = 16*MT heads, one split of that token's
 // candidate tiles). All heads of a token attend to the same KV rows (MQA-style MLA), so a CTA
@@ -15,7 +16,7 @@
 //   online softmax in base 2 (row max / sum reduced through shared memory)
 //   O[M, 512] += P[M, BN] . V[BN, 512]      warp w owns nope dims [56w, 56w+56) (one fp16
 //                pass, P with an 11-bit significand) and rope dims [448+8w, +8) (bf16 hi + lo P)
-// The next tile's bytes are copied (cp.async) while the current tile is computed.
+// The next tile's bytes are copied (one bulk copy per candidate row) while the current tile is computed.
 // Splits write fp32 partials (normalised O and base-2 lse) that a second kernel combines.
 #include "sparse_mla_decode.cuh"
 
@@ -48,10 +49,10 @@ constexpr float kLn2 = 0.6931471805599453f;
 constexpr int kTlSmemBytes = 128;
 constexpr int kTlMaxCtas = 1 << 14;
 constexpr int kTlSlots = 16;
-// [cta][slot]: 0 globaltimer at entry, 1 at exit, 2 SM id, 3 tiles, 4 cycles to the first
-// barrier (Q and the first ids landed), 5 the first tile's copy issued, 6 Q in shared memory,
-// 7..12 per-tile phases summed (tile landed, dequantized, next copy issued + barrier, S, P,
-// P.V), 13 the epilogue.
+// [cta][slot]: 0 globaltimer at entry, 1 at exit, 2 SM id, 3 tiles; cycles of: 4 Q and id loads
+// issued, 5 the first ids published (waits for the lengths and ids), 6 the first barrier (Q
+// landed), 7 the first tile's copy issued, 8 Q in shared memory, 9..14 per-tile phases summed
+// (tile landed, dequantized, barrier + next copy issued, S, P, P.V), 15 the epilogue.
 __device__ unsigned long long g_tl_main[kTlMaxCtas][kTlSlots];
 // [combine block]: 0 globaltimer at entry, 1 after griddepcontrol.wait, 2 at exit.
 __device__ unsigned long long g_tl_combine[kTlMaxCtas][4];
@@ -65,10 +66,10 @@ __device__ __forceinline__ unsigned long long tl_globaltimer() {
   unsigned long long* tl_acc = reinterpret_cast<unsigned long long*>(smem_tl); \
   const int tl_cta = blockIdx.y * gridDim.x + blockIdx.x;                       \
   if (threadIdx.x == 0) {                                                      \
-    for (int i = 0; i < 10; ++i) tl_acc[i] = 0;                                 \
+    for (int i = 0; i < 12; ++i) tl_acc[i] = 0;                                 \
     if (tl_cta < kTlMaxCtas) g_tl_main[tl_cta][0] = tl_globaltimer();         \
   }
-// Cycles since the previous mark, added to phase slot `slot` (4..13).
+// Cycles since the previous mark, added to phase slot `slot` (4..15).
 #define DSPARKCTL_TL_MARK(slot)                                   \
   do {                                                            \
     const unsigned long long tl_now = clock64();                  \
@@ -79,7 +80,7 @@ __device__ __forceinline__ unsigned long long tl_globaltimer() {
   if (threadIdx.x == 0 && tl_cta < kTlMaxCtas) {                                         \
     unsigned smid;                                                                       \
     asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));                                   \
-    for (int i = 0; i < 10; ++i) g_tl_main[tl_cta][4 + i] = tl_acc[i];                   \
+    for (int i = 0; i < 12; ++i) g_tl_main[tl_cta][4 + i] = tl_acc[i];                   \
     g_tl_main[tl_cta][2] = smid;                                                         \
     g_tl_main[tl_cta][3] = (tiles);                                                      \
     g_tl_main[tl_cta][1] = tl_globaltimer();                                             \
@@ -117,7 +118,8 @@ struct Cfg {
   static constexpr int OFF_RAW = OFF_IDX + 2 * BN * 16;         // raw tile bytes [BN][576]
   static constexpr int OFF_SCALE = OFF_RAW + BN * kRowBytes;    // [2][BN][8] scale slots
   static constexpr int OFF_QMAX = OFF_SCALE + 2 * BN * 8;     // [M][2] |q| nope max bits, per half row
-  static constexpr int OFF_TL = OFF_QMAX + M * 2 * 4;  // phase cycle sums (timeline builds only)
+  static constexpr int OFF_BAR = OFF_QMAX + M * 2 * 4;  // mbarrier of the tile copies (8 bytes)
+  static constexpr int OFF_TL = OFF_BAR + 16;            // phase cycle sums (timeline builds only)
   static constexpr int SMEM = OFF_TL + kTlSmemBytes;
   static_assert(S_WARPS <= kWarps, "S phase needs at most 8 warps");
   static_assert(NTW == 1 || NTW % 2 == 0, "n-tiles per warp: 1 or even");
@@ -167,6 +169,34 @@ __device__ __forceinline__ void cp_async(void* dst, const void* src, bool valid)
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+// One-shot transaction barrier (mbarrier) and bulk copies (sm_90+, also SM120 / SM121): a
+// candidate's 576 data bytes are one contiguous run in the cache, so one thread moves the whole
+// row with one instruction instead of 36 cp.async of 16 bytes spread over the CTA (v13 phase
+// timeline: issuing those took ~1,000 cycles of a T = 1 CTA and ~1,450 per LARGE tile).
+__device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+  asm volatile(
+      "{\n .reg .pred done;\n"
+      "WAIT_%=:\n mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      " @!done bra WAIT_%=;\n}\n" ::"r"(smem_u32(bar)),
+      "r"(parity)
+      : "memory");
+}
+// Global -> shared bulk copy of `bytes` (multiple of 16, both addresses 16-byte aligned) that
+// completes on `bar`. The fence orders this thread's earlier generic-proxy accesses to shared
+// memory before the async-proxy write (the buffer was read by the previous tile's dequantization).
+__device__ __forceinline__ void bulk_copy(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                   smem_u32(dst)),
+               "l"(src), "r"(bytes), "r"(smem_u32(bar))
+               : "memory");
+}
 __device__ __forceinline__ float fast_exp2(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
@@ -235,17 +265,18 @@ __device__ __forceinline__ float bf16_lo(uint32_t v) { return __uint_as_float(v 
 __device__ __forceinline__ float bf16_hi(uint32_t v) { return __uint_as_float(v & 0xffff0000u); }
 
 // ---------------------------------------------------------------- tile loader
-// A tile = BN consecutive candidate positions of one cache, staged as VEC-byte chunks: first
-// the BN x (448 / VEC) nope chunks (chunk k: candidate k / NCPC, bytes VEC * (k % NCPC)), then
-// the BN x (128 / VEC) rope chunks. Thread tid owns nope chunks tid + j * 256 and rope chunks
-// tid + j * 256 both when copying them in (cp.async, coalesced: consecutive threads take
-// consecutive bytes of a row) and when dequantizing them, so the staging buffer needs no
-// barrier between one tile's dequantization and the next tile's copy. Threads tid < BN copy
-// candidate tid's 8 scale bytes.
-// v13: nope and rope chunks in separate ranges, so whether a chunk is nope is known per loop
-// iteration at compile time (v12 mixed them per candidate row: a divergent branch per chunk,
-// and ptxas dequantized the chunks one at a time, each a dependent LDS -> LDS.U8 -> convert
-// -> STS chain; the phase timeline put dequantization at 2280 cycles of a 16-head T = 1 CTA).
+// A tile = BN consecutive candidate positions of one cache, staged row-major ([BN][576] raw
+// bytes) and then dequantized into the fp16 / bf16 tile. VEC = 16 (the cache is 16-byte
+// aligned): thread c < BN copies candidate c's row with one bulk copy that completes on the
+// tile barrier, and its 8 scale bytes with one cp.async; invalid candidates are not read and
+// their rows stay stale, so the dequantization writes zeros for them. VEC = 8 (unaligned
+// cache): 8-byte cp.async chunks spread over the CTA, invalid rows zero-filled. Either way the
+// next tile's copy is issued after the barrier that ends this tile's dequantization.
+// v13: the dequantization takes nope chunks and rope chunks from separate ranges, so whether a
+// chunk is nope is known per loop iteration at compile time (v12 mixed them per candidate row:
+// a divergent branch per chunk, and ptxas dequantized the chunks one at a time, each a
+// dependent LDS -> LDS.U8 -> convert -> STS chain; the phase timeline put dequantization at
+// 2,280 cycles of a 16-head T = 1 CTA).
 // The thread index read anew where it is used: ptxas otherwise hoists every chunk's address
 // arithmetic out of the tile loop and, at the register caps of LARGE and 32-head SMALL,
 // spills it (v13 first build: 19 registers' worth reloaded per tile).
@@ -263,39 +294,47 @@ struct Tile {
   static constexpr int ROPE = BN * RCPC;
   static constexpr int NPT_N = (NOPE + kThreads - 1) / kThreads;
   static constexpr int NPT_R = (ROPE + kThreads - 1) / kThreads;
+  static constexpr int CPC = kRowBytes / VEC;
+  static constexpr int NPT = (BN * CPC + kThreads - 1) / kThreads;
   using Vec = typename std::conditional<VEC == 16, uint4, uint2>::type;
 
   // sOff: this tile's candidates as byte offsets into the cache, [0][BN] of the data row and
-  // [1][BN] of its scale bytes; -1 = invalid (zero-filled, never read). The publisher of the
-  // ids computed them once per candidate: the page division by the run-time page size was
-  // ~48 instructions per chunk here (v11 ncu, big shape: 15.6% of the main kernel's stall samples).
+  // [1][BN] of its scale bytes; -1 = invalid (never read). The publisher of the ids computed
+  // them once per candidate: the page division by the run-time page size was ~48 instructions
+  // per chunk here (v11 ncu, big shape: 15.6% of the main kernel's stall samples).
   static __device__ __forceinline__ void prefetch(const SparseMlaCache& c, const int64_t* sOff, uint8_t* sRaw,
-                                                  uint8_t* sScale) {
+                                                  uint8_t* sScale, uint64_t* bar) {
     const int tid = tid_fresh();
-#pragma unroll
-    for (int j = 0; j < NPT_N; ++j) {
-      const int k = tid + j * kThreads;
-      if (NOPE % kThreads == 0 || k < NOPE) {
-        const int cand = k / NCPC;
-        const int64_t off = sOff[cand];
-        cp_async<VEC>(sRaw + k * VEC, c.base + (off >= 0 ? off + (k - cand * NCPC) * VEC : 0), off >= 0);
+    if constexpr (VEC == 16) {
+      if (tid < BN) {
+        const int64_t off = sOff[tid];
+        const int64_t soff = sOff[BN + tid];
+        cp_async<8>(sScale + tid * 8, c.base + (soff >= 0 ? soff : 0), soff >= 0);
+        mbar_arrive_expect_tx(bar, off >= 0 ? kRowBytes : 0);
+        if (off >= 0) bulk_copy(sRaw + tid * kRowBytes, c.base + off, kRowBytes, bar);
       }
-    }
+    } else {
 #pragma unroll
-    for (int j = 0; j < NPT_R; ++j) {
-      const int r = tid + j * kThreads;
-      if (ROPE % kThreads == 0 || r < ROPE) {
-        const int cand = r / RCPC;
-        const int64_t off = sOff[cand];
-        cp_async<VEC>(sRaw + (NOPE + r) * VEC, c.base + (off >= 0 ? off + kDN + (r - cand * RCPC) * VEC : 0),
-                      off >= 0);
+      for (int j = 0; j < NPT; ++j) {
+        const int k = tid + j * kThreads;
+        if ((BN * CPC) % kThreads == 0 || k < BN * CPC) {
+          const int cand = k / CPC;
+          const int64_t off = sOff[cand];
+          cp_async<VEC>(sRaw + k * VEC, c.base + (off >= 0 ? off + (k - cand * CPC) * VEC : 0), off >= 0);
+        }
       }
-    }
-    if (tid < BN) {
-      const int64_t off = sOff[BN + tid];
-      cp_async<8>(sScale + tid * 8, c.base + (off >= 0 ? off : 0), off >= 0);
+      if (tid < BN) {
+        const int64_t off = sOff[BN + tid];
+        cp_async<8>(sScale + tid * 8, c.base + (off >= 0 ? off : 0), off >= 0);
+      }
     }
     cp_async_commit();
+  }
+
+  // Waits until this tile's rows have landed (VEC = 16: the tile barrier's phase `parity`).
+  static __device__ __forceinline__ void wait(uint64_t* bar, uint32_t parity) {
+    cp_async_wait_all();
+    if constexpr (VEC == 16) mbar_wait(bar, parity);
   }
 
   // Dequantize this thread's chunks: nope FP8 * 2^(scale - maxb) -> fp16 (the tile's V is
@@ -304,8 +343,8 @@ struct Tile {
   // before any is converted, so the shared-memory latencies overlap; G bounds the registers
   // that holds (LARGE and 32-head SMALL already sit at their register caps).
   template <int G>
-  static __device__ __forceinline__ void store_nope(const uint8_t* sRaw, const uint8_t* sScale, __nv_bfloat16* sKV,
-                                                    int tid, uint32_t maxb, int j0) {
+  static __device__ __forceinline__ void store_nope(const uint8_t* sRaw, const uint8_t* sScale, const int64_t* sValid,
+                                                    __nv_bfloat16* sKV, int tid, uint32_t maxb, int j0) {
     Vec rn[G];
     uint32_t sb[G];
 #pragma unroll
@@ -313,8 +352,10 @@ struct Tile {
       const int k = tid + (j0 + g) * kThreads;
       if (j0 + g < NPT_N && (NOPE % kThreads == 0 || k < NOPE)) {
         const int cand = k / NCPC;
-        rn[g] = *reinterpret_cast<const Vec*>(sRaw + k * VEC);
-        sb[g] = sScale[cand * 8 + ((k - cand * NCPC) * VEC) / 64];
+        const int ch = k - cand * NCPC;
+        rn[g] = *reinterpret_cast<const Vec*>(sRaw + cand * kRowBytes + ch * VEC);
+        if (sValid[cand] < 0) rn[g] = Vec{};  // stale bytes of a row that was not copied
+        sb[g] = sScale[cand * 8 + (ch * VEC) / 64];
       }
     }
 #pragma unroll
@@ -348,14 +389,18 @@ struct Tile {
   }
 
   template <int G>
-  static __device__ __forceinline__ void store(const uint8_t* sRaw, const uint8_t* sScale, __nv_bfloat16* sKV,
-                                               uint32_t maxb) {
+  static __device__ __forceinline__ void store(const uint8_t* sRaw, const uint8_t* sScale, const int64_t* sValid,
+                                               __nv_bfloat16* sKV, uint32_t maxb) {
     const int tid = tid_fresh();
     Vec rr[NPT_R];
 #pragma unroll
     for (int j = 0; j < NPT_R; ++j) {
       const int r = tid + j * kThreads;
-      if (ROPE % kThreads == 0 || r < ROPE) rr[j] = *reinterpret_cast<const Vec*>(sRaw + (NOPE + r) * VEC);
+      if (ROPE % kThreads == 0 || r < ROPE) {
+        const int cand = r / RCPC;
+        rr[j] = *reinterpret_cast<const Vec*>(sRaw + cand * kRowBytes + kDN + (r - cand * RCPC) * VEC);
+        if (sValid[cand] < 0) rr[j] = Vec{};
+      }
     }
 #pragma unroll
     for (int j = 0; j < NPT_R; ++j) {
@@ -366,7 +411,7 @@ struct Tile {
       }
     }
 #pragma unroll
-    for (int j0 = 0; j0 < NPT_N; j0 += G) store_nope<G>(sRaw, sScale, sKV, tid, maxb, j0);
+    for (int j0 = 0; j0 < NPT_N; j0 += G) store_nope<G>(sRaw, sScale, sValid, sKV, tid, maxb, j0);
   }
 };
 
@@ -478,6 +523,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   uint8_t* sScale = smem + C::OFF_SCALE;  // [2][BN * 8], by tile parity
   __nv_bfloat16* sP16 = reinterpret_cast<__nv_bfloat16*>(smem + C::OFF_P16);  // fp16 bits
   uint32_t* sQmax = reinterpret_cast<uint32_t*>(smem + C::OFF_QMAX);
+  uint64_t* sBar = reinterpret_cast<uint64_t*>(smem + C::OFF_BAR);  // tile rows landed (VEC = 16)
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // Let the split combine (launched with programmatic stream serialization) be scheduled
@@ -531,6 +577,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     }
   }
 
+  DSPARKCTL_TL_MARK(4);
   const int len_m = clamp_len(p.main.lengths, p.main.lengths_stride, t, p.main.topk);
   const int len_e =
       p.extra.topk > 0 ? clamp_len(p.extra.lengths, p.extra.lengths_stride, t, p.extra.topk) : 0;
@@ -568,6 +615,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       }
     }
   }
+  DSPARKCTL_TL_MARK(5);
 
   const float scale_log2 = p.sm_scale * kLog2e;
   float o[MT][8][4];
@@ -600,14 +648,15 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     const uint32_t m = q_chunk_max(qv[i]);
     q_odd |= q_nope_col && m != 0u && (m < 0x3c80u || m > 0x477fu);
   }
-  const bool q_slow = __syncthreads_or(q_odd);  // also: the first tiles' offsets are visible
-  DSPARKCTL_TL_MARK(4);
+  if (VEC == 16 && tid == 0) mbar_init(sBar, BN);  // BN arrivals per tile: one per candidate
+  const bool q_slow = __syncthreads_or(q_odd);  // also: the first tiles' offsets and the barrier are visible
+  DSPARKCTL_TL_MARK(6);
   if (tile_begin < tile_end) {
     const SparseMlaCache* c; int pos0, len;
     tile_src(tile_begin, c, pos0, len);
-    TileT::prefetch(*c, sOff + (tile_begin & 1) * 2 * BN, sRaw, sScale + (tile_begin & 1) * BN * 8);
+    TileT::prefetch(*c, sOff + (tile_begin & 1) * 2 * BN, sRaw, sScale + (tile_begin & 1) * BN * 8, sBar);
   }
-  DSPARKCTL_TL_MARK(5);
+  DSPARKCTL_TL_MARK(7);
   int q_shift[2] = {0, 0};  // this S-warp thread's two rows: the Q shift S undoes
   if (q_slow) {
     // Per row: the largest |q| of each half row (a warp holds 32 chunks of one row per i).
@@ -640,23 +689,21 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   }
   // Exponent of the nope accumulators (o[.][0..6] hold O / 2^e_run); none yet.
   int e_run = -(1 << 20);
-  DSPARKCTL_TL_MARK(6);
+  DSPARKCTL_TL_MARK(8);
+  uint32_t bar_phase = 0;  // phase of sBar that the next tile completes
 
   for (int it = tile_begin; it < tile_end; ++it) {
-    cp_async_wait_all();
+    TileT::wait(sBar, bar_phase);
+    bar_phase ^= 1u;
     __syncthreads();  // tile `it` landed; previous tile's PV is done with sKV / sP
-    DSPARKCTL_TL_MARK(7);
+    DSPARKCTL_TL_MARK(9);
     // V exponent of this tile (its largest scale) and of the accumulators after it.
     const uint32_t maxb = tile_max_scale<BN>(sScale + (it & 1) * BN * 8, lane);
     const int e_tile = int(maxb) - 127;
     const int e_new = e_run > e_tile ? e_run : e_tile;
-    TileT::template store<C::DEQ_GROUP>(sRaw, sScale + (it & 1) * BN * 8, sKV, maxb);
-    DSPARKCTL_TL_MARK(8);
-    if (it + 1 < tile_end) {
-      const SparseMlaCache* c; int pos0, len;
-      tile_src(it + 1, c, pos0, len);
-      TileT::prefetch(*c, sOff + ((it + 1) & 1) * 2 * BN, sRaw, sScale + ((it + 1) & 1) * BN * 8);
-    }
+    const int64_t* sValid = sOff + (it & 1) * 2 * BN;  // this tile's row offsets (-1 = invalid)
+    TileT::template store<C::DEQ_GROUP>(sRaw, sScale + (it & 1) * BN * 8, sValid, sKV, maxb);
+    DSPARKCTL_TL_MARK(10);
     // ids of tile it+2: loaded now, validated and published after the S phase
     int32_t next_id = -1;
     if (tid < BN && it + 2 < tile_end) {
@@ -664,9 +711,13 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       tile_src(it + 2, c, pos0, len);
       next_id = load_id(*c, t, pos0 + tid, len);
     }
-    const int64_t* sValid = sOff + (it & 1) * 2 * BN;  // this tile's row offsets (-1 = invalid)
-    __syncthreads();
-    DSPARKCTL_TL_MARK(9);
+    __syncthreads();  // the staging buffer is free: the next tile's copy may overwrite it
+    if (it + 1 < tile_end) {
+      const SparseMlaCache* c; int pos0, len;
+      tile_src(it + 1, c, pos0, len);
+      TileT::prefetch(*c, sOff + ((it + 1) & 1) * 2 * BN, sRaw, sScale + ((it + 1) & 1) * BN * 8, sBar);
+    }
+    DSPARKCTL_TL_MARK(11);
 
     // ---- S = Q K^T for a 16 x (8*NTW) slice
     float sacc[C::NTW][4];
@@ -766,7 +817,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       }
     }
     __syncthreads();
-    DSPARKCTL_TL_MARK(10);
+    DSPARKCTL_TL_MARK(12);
 
     // ---- P = exp2(S - m_new) in bf16 to smem, row sums of the rounded P
     if (s_active) {
@@ -817,7 +868,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       publish_id(*c, next_id, sOff + (it & 1) * 2 * BN, BN, tid);
     }
     __syncthreads();
-    DSPARKCTL_TL_MARK(11);
+    DSPARKCTL_TL_MARK(13);
 
     // ---- rescale O, update l, O += P V over this warp's 56 nope + 8 rope output dims
     const float v_shift = pow2i(e_run - e_new);  // nope accumulators to the new V exponent
@@ -884,7 +935,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         mma_bf16(o[mt][7], pl, b[2], b[3]);
       }
     }
-    DSPARKCTL_TL_MARK(12);
+    DSPARKCTL_TL_MARK(14);
   }
 
   // ---- epilogue (nope accumulators hold O / 2^e_run)
@@ -930,7 +981,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       }
     }
   }
-  DSPARKCTL_TL_MARK(13);
+  DSPARKCTL_TL_MARK(15);
   DSPARKCTL_TL_END(tile_end - tile_begin)
 }
 
