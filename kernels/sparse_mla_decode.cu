@@ -2,8 +2,7 @@
 // for the contract and kernels/NOTES.md for the design and the measured numbers.
 //
 // One source for sm_90a, sm_120a and sm_121a: only mma.sync m16n8k16 (bf16 / fp16 -> fp32),
-// ldmatrix, cp.async, bulk copies (cp.async.bulk + mbarrier: sm_90 and SM120 / SM121 alike)
-// and plain loads; no wgmma / tcgen05 / tensor-map TMA.
+// ldmatrix and plain loads, no wgmma / tcgen05 / TMA.
 //
 // Work decomposition: one CTA = (token t, block of M = 16*MT heads, one split of that token's
 // candidate tiles). All heads of a token attend to the same KV rows (MQA-style MLA), so a CTA
@@ -16,7 +15,7 @@
 //   online softmax in base 2 (row max / sum reduced through shared memory)
 //   O[M, 512] += P[M, BN] . V[BN, 512]      warp w owns nope dims [56w, 56w+56) (one fp16
 //                pass, P with an 11-bit significand) and rope dims [448+8w, +8) (bf16 hi + lo P)
-// The next tile's bytes are copied (one bulk copy per candidate row) while the current tile is computed.
+// The next tile's bytes are copied (cp.async) while the current tile is computed.
 // Splits write fp32 partials (normalised O and base-2 lse) that a second kernel combines.
 #include "sparse_mla_decode.cuh"
 
@@ -36,6 +35,7 @@ constexpr int kRowBytes = 576;  // data bytes per token
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 constexpr int kSRow = kD + 8;  // smem row stride (bf16) of Q and KV: 1040 B, ldmatrix conflict-free
+constexpr int kORow = kD + 8;  // smem row stride (fp32) of the epilogue's staged output rows
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
@@ -52,7 +52,7 @@ constexpr int kTlSlots = 16;
 // [cta][slot]: 0 globaltimer at entry, 1 at exit, 2 SM id, 3 tiles; cycles of: 4 Q and id loads
 // issued, 5 the first ids published (waits for the lengths and ids), 6 the first barrier (Q
 // landed), 7 the first tile's copy issued, 8 Q in shared memory, 9..14 per-tile phases summed
-// (tile landed, dequantized, barrier + next copy issued, S, P, P.V), 15 the epilogue.
+// (tile landed, dequantized, next copy issued + barrier, S, P, P.V), 15 the epilogue.
 __device__ unsigned long long g_tl_main[kTlMaxCtas][kTlSlots];
 // [combine block]: 0 globaltimer at entry, 1 after griddepcontrol.wait, 2 at exit.
 __device__ unsigned long long g_tl_combine[kTlMaxCtas][4];
@@ -118,10 +118,10 @@ struct Cfg {
   static constexpr int OFF_RAW = OFF_IDX + 2 * BN * 16;         // raw tile bytes [BN][576]
   static constexpr int OFF_SCALE = OFF_RAW + BN * kRowBytes;    // [2][BN][8] scale slots
   static constexpr int OFF_QMAX = OFF_SCALE + 2 * BN * 8;     // [M][2] |q| nope max bits, per half row
-  static constexpr int OFF_BAR = OFF_QMAX + M * 2 * 4;  // mbarrier of the tile copies (8 bytes)
-  static constexpr int OFF_TL = OFF_BAR + 16;            // phase cycle sums (timeline builds only)
+  static constexpr int OFF_TL = OFF_QMAX + M * 2 * 4;  // phase cycle sums (timeline builds only)
   static constexpr int SMEM = OFF_TL + kTlSmemBytes;
   static_assert(S_WARPS <= kWarps, "S phase needs at most 8 warps");
+  static_assert(M * kORow * 4 <= OFF_P, "the epilogue stages M fp32 rows in the Q and KV regions");
   static_assert(NTW == 1 || NTW % 2 == 0, "n-tiles per warp: 1 or even");
   static_assert(BN % 16 == 0, "BN multiple of 16");
 };
@@ -169,34 +169,6 @@ __device__ __forceinline__ void cp_async(void* dst, const void* src, bool valid)
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
-// One-shot transaction barrier (mbarrier) and bulk copies (sm_90+, also SM120 / SM121): a
-// candidate's 576 data bytes are one contiguous run in the cache, so one thread moves the whole
-// row with one instruction instead of 36 cp.async of 16 bytes spread over the CTA (v13 phase
-// timeline: issuing those took ~1,000 cycles of a T = 1 CTA and ~1,450 per LARGE tile).
-__device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
-  asm volatile(
-      "{\n .reg .pred done;\n"
-      "WAIT_%=:\n mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      " @!done bra WAIT_%=;\n}\n" ::"r"(smem_u32(bar)),
-      "r"(parity)
-      : "memory");
-}
-// Global -> shared bulk copy of `bytes` (multiple of 16, both addresses 16-byte aligned) that
-// completes on `bar`. The fence orders this thread's earlier generic-proxy accesses to shared
-// memory before the async-proxy write (the buffer was read by the previous tile's dequantization).
-__device__ __forceinline__ void bulk_copy(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-                   smem_u32(dst)),
-               "l"(src), "r"(bytes), "r"(smem_u32(bar))
-               : "memory");
-}
 __device__ __forceinline__ float fast_exp2(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
@@ -244,15 +216,6 @@ __device__ __forceinline__ uint32_t fp8x2_to_f16x2(uint32_t two, uint32_t mult) 
   const __half2 r = __hmul2(*reinterpret_cast<__half2*>(&hr), *reinterpret_cast<const __half2*>(&mult));
   return *reinterpret_cast<const uint32_t*>(&r);
 }
-// One 8-byte store of two fp32 values. Written as PTX so the pair is one STG.64 whatever
-// registers hold the values (v12 first build: ptxas split the float2 partial stores into two
-// STG.32 each, doubling the epilogue's store instructions; ncu at DSpark T = 50: the epilogue
-// went from 6% to 33% of the main kernel's stall samples, lg-throttle bound).
-// OFF: a constant byte offset, folded into the instruction (no address arithmetic per store).
-template <int OFF>
-__device__ __forceinline__ void st_global_f32x2(float* p, float a, float b) {
-  asm volatile("st.global.v2.f32 [%0+%3], {%1, %2};\n" ::"l"(p), "f"(a), "f"(b), "n"(OFF) : "memory");
-}
 __device__ __forceinline__ uint32_t pack_f16(float a, float b) {
   const __half2 v = __floats2half2_rn(a, b);
   return *reinterpret_cast<const uint32_t*>(&v);
@@ -265,18 +228,17 @@ __device__ __forceinline__ float bf16_lo(uint32_t v) { return __uint_as_float(v 
 __device__ __forceinline__ float bf16_hi(uint32_t v) { return __uint_as_float(v & 0xffff0000u); }
 
 // ---------------------------------------------------------------- tile loader
-// A tile = BN consecutive candidate positions of one cache, staged row-major ([BN][576] raw
-// bytes) and then dequantized into the fp16 / bf16 tile. VEC = 16 (the cache is 16-byte
-// aligned): thread c < BN copies candidate c's row with one bulk copy that completes on the
-// tile barrier, and its 8 scale bytes with one cp.async; invalid candidates are not read and
-// their rows stay stale, so the dequantization writes zeros for them. VEC = 8 (unaligned
-// cache): 8-byte cp.async chunks spread over the CTA, invalid rows zero-filled. Either way the
-// next tile's copy is issued after the barrier that ends this tile's dequantization.
-// v13: the dequantization takes nope chunks and rope chunks from separate ranges, so whether a
-// chunk is nope is known per loop iteration at compile time (v12 mixed them per candidate row:
-// a divergent branch per chunk, and ptxas dequantized the chunks one at a time, each a
-// dependent LDS -> LDS.U8 -> convert -> STS chain; the phase timeline put dequantization at
-// 2,280 cycles of a 16-head T = 1 CTA).
+// A tile = BN consecutive candidate positions of one cache, staged as VEC-byte chunks: first
+// the BN x (448 / VEC) nope chunks (chunk k: candidate k / NCPC, bytes VEC * (k % NCPC)), then
+// the BN x (128 / VEC) rope chunks. Thread tid owns nope chunks tid + j * 256 and rope chunks
+// tid + j * 256 both when copying them in (cp.async, coalesced: consecutive threads take
+// consecutive bytes of a row) and when dequantizing them, so the staging buffer needs no
+// barrier between one tile's dequantization and the next tile's copy. Threads tid < BN copy
+// candidate tid's 8 scale bytes.
+// v13: nope and rope chunks in separate ranges, so whether a chunk is nope is known per loop
+// iteration at compile time (v12 mixed them per candidate row: a divergent branch per chunk,
+// and ptxas dequantized the chunks one at a time, each a dependent LDS -> LDS.U8 -> convert
+// -> STS chain; the phase timeline put dequantization at 2280 cycles of a 16-head T = 1 CTA).
 // The thread index read anew where it is used: ptxas otherwise hoists every chunk's address
 // arithmetic out of the tile loop and, at the register caps of LARGE and 32-head SMALL,
 // spills it (v13 first build: 19 registers' worth reloaded per tile).
@@ -294,47 +256,50 @@ struct Tile {
   static constexpr int ROPE = BN * RCPC;
   static constexpr int NPT_N = (NOPE + kThreads - 1) / kThreads;
   static constexpr int NPT_R = (ROPE + kThreads - 1) / kThreads;
-  static constexpr int CPC = kRowBytes / VEC;
-  static constexpr int NPT = (BN * CPC + kThreads - 1) / kThreads;
   using Vec = typename std::conditional<VEC == 16, uint4, uint2>::type;
 
   // sOff: this tile's candidates as byte offsets into the cache, [0][BN] of the data row and
-  // [1][BN] of its scale bytes; -1 = invalid (never read). The publisher of the ids computed
-  // them once per candidate: the page division by the run-time page size was ~48 instructions
-  // per chunk here (v11 ncu, big shape: 15.6% of the main kernel's stall samples).
+  // [1][BN] of its scale bytes; -1 = invalid (zero-filled, never read). The publisher of the
+  // ids computed them once per candidate: the page division by the run-time page size was
+  // ~48 instructions per chunk here (v11 ncu, big shape: 15.6% of the main kernel's stall samples).
+  // All of the thread's source addresses are computed first, then the copies issued: each
+  // cp.async is an asm statement with a memory clobber, so an offset load placed after one
+  // waits for it (v13 timeline: ~1,000 cycles to issue a 16-head T = 1 CTA's first tile).
   static __device__ __forceinline__ void prefetch(const SparseMlaCache& c, const int64_t* sOff, uint8_t* sRaw,
-                                                  uint8_t* sScale, uint64_t* bar) {
+                                                  uint8_t* sScale) {
     const int tid = tid_fresh();
-    if constexpr (VEC == 16) {
-      if (tid < BN) {
-        const int64_t off = sOff[tid];
-        const int64_t soff = sOff[BN + tid];
-        cp_async<8>(sScale + tid * 8, c.base + (soff >= 0 ? soff : 0), soff >= 0);
-        mbar_arrive_expect_tx(bar, off >= 0 ? kRowBytes : 0);
-        if (off >= 0) bulk_copy(sRaw + tid * kRowBytes, c.base + off, kRowBytes, bar);
-      }
-    } else {
+    int64_t src[NPT_N + NPT_R + 1];
 #pragma unroll
-      for (int j = 0; j < NPT; ++j) {
-        const int k = tid + j * kThreads;
-        if ((BN * CPC) % kThreads == 0 || k < BN * CPC) {
-          const int cand = k / CPC;
-          const int64_t off = sOff[cand];
-          cp_async<VEC>(sRaw + k * VEC, c.base + (off >= 0 ? off + (k - cand * CPC) * VEC : 0), off >= 0);
-        }
-      }
-      if (tid < BN) {
-        const int64_t off = sOff[BN + tid];
-        cp_async<8>(sScale + tid * 8, c.base + (off >= 0 ? off : 0), off >= 0);
-      }
+    for (int j = 0; j < NPT_N; ++j) {
+      const int k = tid + j * kThreads;
+      const int cand = (k < NOPE ? k : 0) / NCPC;
+      const int64_t off = sOff[cand];
+      src[j] = off >= 0 ? off + (k - cand * NCPC) * VEC : -1;
+    }
+#pragma unroll
+    for (int j = 0; j < NPT_R; ++j) {
+      const int r = tid + j * kThreads;
+      const int cand = (r < ROPE ? r : 0) / RCPC;
+      const int64_t off = sOff[cand];
+      src[NPT_N + j] = off >= 0 ? off + kDN + (r - cand * RCPC) * VEC : -1;
+    }
+    src[NPT_N + NPT_R] = sOff[BN + (tid < BN ? tid : 0)];
+#pragma unroll
+    for (int j = 0; j < NPT_N; ++j) {
+      const int k = tid + j * kThreads;
+      if (NOPE % kThreads == 0 || k < NOPE) cp_async<VEC>(sRaw + k * VEC, c.base + (src[j] >= 0 ? src[j] : 0), src[j] >= 0);
+    }
+#pragma unroll
+    for (int j = 0; j < NPT_R; ++j) {
+      const int r = tid + j * kThreads;
+      const int64_t a = src[NPT_N + j];
+      if (ROPE % kThreads == 0 || r < ROPE) cp_async<VEC>(sRaw + (NOPE + r) * VEC, c.base + (a >= 0 ? a : 0), a >= 0);
+    }
+    if (tid < BN) {
+      const int64_t a = src[NPT_N + NPT_R];
+      cp_async<8>(sScale + tid * 8, c.base + (a >= 0 ? a : 0), a >= 0);
     }
     cp_async_commit();
-  }
-
-  // Waits until this tile's rows have landed (VEC = 16: the tile barrier's phase `parity`).
-  static __device__ __forceinline__ void wait(uint64_t* bar, uint32_t parity) {
-    cp_async_wait_all();
-    if constexpr (VEC == 16) mbar_wait(bar, parity);
   }
 
   // Dequantize this thread's chunks: nope FP8 * 2^(scale - maxb) -> fp16 (the tile's V is
@@ -343,8 +308,8 @@ struct Tile {
   // before any is converted, so the shared-memory latencies overlap; G bounds the registers
   // that holds (LARGE and 32-head SMALL already sit at their register caps).
   template <int G>
-  static __device__ __forceinline__ void store_nope(const uint8_t* sRaw, const uint8_t* sScale, const int64_t* sValid,
-                                                    __nv_bfloat16* sKV, int tid, uint32_t maxb, int j0) {
+  static __device__ __forceinline__ void store_nope(const uint8_t* sRaw, const uint8_t* sScale, __nv_bfloat16* sKV,
+                                                    int tid, uint32_t maxb, int j0) {
     Vec rn[G];
     uint32_t sb[G];
 #pragma unroll
@@ -352,10 +317,8 @@ struct Tile {
       const int k = tid + (j0 + g) * kThreads;
       if (j0 + g < NPT_N && (NOPE % kThreads == 0 || k < NOPE)) {
         const int cand = k / NCPC;
-        const int ch = k - cand * NCPC;
-        rn[g] = *reinterpret_cast<const Vec*>(sRaw + cand * kRowBytes + ch * VEC);
-        if (sValid[cand] < 0) rn[g] = Vec{};  // stale bytes of a row that was not copied
-        sb[g] = sScale[cand * 8 + (ch * VEC) / 64];
+        rn[g] = *reinterpret_cast<const Vec*>(sRaw + k * VEC);
+        sb[g] = sScale[cand * 8 + ((k - cand * NCPC) * VEC) / 64];
       }
     }
 #pragma unroll
@@ -389,18 +352,14 @@ struct Tile {
   }
 
   template <int G>
-  static __device__ __forceinline__ void store(const uint8_t* sRaw, const uint8_t* sScale, const int64_t* sValid,
-                                               __nv_bfloat16* sKV, uint32_t maxb) {
+  static __device__ __forceinline__ void store(const uint8_t* sRaw, const uint8_t* sScale, __nv_bfloat16* sKV,
+                                               uint32_t maxb) {
     const int tid = tid_fresh();
     Vec rr[NPT_R];
 #pragma unroll
     for (int j = 0; j < NPT_R; ++j) {
       const int r = tid + j * kThreads;
-      if (ROPE % kThreads == 0 || r < ROPE) {
-        const int cand = r / RCPC;
-        rr[j] = *reinterpret_cast<const Vec*>(sRaw + cand * kRowBytes + kDN + (r - cand * RCPC) * VEC);
-        if (sValid[cand] < 0) rr[j] = Vec{};
-      }
+      if (ROPE % kThreads == 0 || r < ROPE) rr[j] = *reinterpret_cast<const Vec*>(sRaw + (NOPE + r) * VEC);
     }
 #pragma unroll
     for (int j = 0; j < NPT_R; ++j) {
@@ -411,7 +370,7 @@ struct Tile {
       }
     }
 #pragma unroll
-    for (int j0 = 0; j0 < NPT_N; j0 += G) store_nope<G>(sRaw, sScale, sValid, sKV, tid, maxb, j0);
+    for (int j0 = 0; j0 < NPT_N; j0 += G) store_nope<G>(sRaw, sScale, sKV, tid, maxb, j0);
   }
 };
 
@@ -523,7 +482,6 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   uint8_t* sScale = smem + C::OFF_SCALE;  // [2][BN * 8], by tile parity
   __nv_bfloat16* sP16 = reinterpret_cast<__nv_bfloat16*>(smem + C::OFF_P16);  // fp16 bits
   uint32_t* sQmax = reinterpret_cast<uint32_t*>(smem + C::OFF_QMAX);
-  uint64_t* sBar = reinterpret_cast<uint64_t*>(smem + C::OFF_BAR);  // tile rows landed (VEC = 16)
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // Let the split combine (launched with programmatic stream serialization) be scheduled
@@ -648,13 +606,12 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     const uint32_t m = q_chunk_max(qv[i]);
     q_odd |= q_nope_col && m != 0u && (m < 0x3c80u || m > 0x477fu);
   }
-  if (VEC == 16 && tid == 0) mbar_init(sBar, BN);  // BN arrivals per tile: one per candidate
-  const bool q_slow = __syncthreads_or(q_odd);  // also: the first tiles' offsets and the barrier are visible
+  const bool q_slow = __syncthreads_or(q_odd);  // also: the first tiles' offsets are visible
   DSPARKCTL_TL_MARK(6);
   if (tile_begin < tile_end) {
     const SparseMlaCache* c; int pos0, len;
     tile_src(tile_begin, c, pos0, len);
-    TileT::prefetch(*c, sOff + (tile_begin & 1) * 2 * BN, sRaw, sScale + (tile_begin & 1) * BN * 8, sBar);
+    TileT::prefetch(*c, sOff + (tile_begin & 1) * 2 * BN, sRaw, sScale + (tile_begin & 1) * BN * 8);
   }
   DSPARKCTL_TL_MARK(7);
   int q_shift[2] = {0, 0};  // this S-warp thread's two rows: the Q shift S undoes
@@ -690,20 +647,22 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   // Exponent of the nope accumulators (o[.][0..6] hold O / 2^e_run); none yet.
   int e_run = -(1 << 20);
   DSPARKCTL_TL_MARK(8);
-  uint32_t bar_phase = 0;  // phase of sBar that the next tile completes
 
   for (int it = tile_begin; it < tile_end; ++it) {
-    TileT::wait(sBar, bar_phase);
-    bar_phase ^= 1u;
+    cp_async_wait_all();
     __syncthreads();  // tile `it` landed; previous tile's PV is done with sKV / sP
     DSPARKCTL_TL_MARK(9);
     // V exponent of this tile (its largest scale) and of the accumulators after it.
     const uint32_t maxb = tile_max_scale<BN>(sScale + (it & 1) * BN * 8, lane);
     const int e_tile = int(maxb) - 127;
     const int e_new = e_run > e_tile ? e_run : e_tile;
-    const int64_t* sValid = sOff + (it & 1) * 2 * BN;  // this tile's row offsets (-1 = invalid)
-    TileT::template store<C::DEQ_GROUP>(sRaw, sScale + (it & 1) * BN * 8, sValid, sKV, maxb);
+    TileT::template store<C::DEQ_GROUP>(sRaw, sScale + (it & 1) * BN * 8, sKV, maxb);
     DSPARKCTL_TL_MARK(10);
+    if (it + 1 < tile_end) {
+      const SparseMlaCache* c; int pos0, len;
+      tile_src(it + 1, c, pos0, len);
+      TileT::prefetch(*c, sOff + ((it + 1) & 1) * 2 * BN, sRaw, sScale + ((it + 1) & 1) * BN * 8);
+    }
     // ids of tile it+2: loaded now, validated and published after the S phase
     int32_t next_id = -1;
     if (tid < BN && it + 2 < tile_end) {
@@ -711,12 +670,8 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       tile_src(it + 2, c, pos0, len);
       next_id = load_id(*c, t, pos0 + tid, len);
     }
-    __syncthreads();  // the staging buffer is free: the next tile's copy may overwrite it
-    if (it + 1 < tile_end) {
-      const SparseMlaCache* c; int pos0, len;
-      tile_src(it + 1, c, pos0, len);
-      TileT::prefetch(*c, sOff + ((it + 1) & 1) * 2 * BN, sRaw, sScale + ((it + 1) & 1) * BN * 8, sBar);
-    }
+    const int64_t* sValid = sOff + (it & 1) * 2 * BN;  // this tile's row offsets (-1 = invalid)
+    __syncthreads();
     DSPARKCTL_TL_MARK(11);
 
     // ---- S = Q K^T for a 16 x (8*NTW) slice
@@ -939,46 +894,64 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   }
 
   // ---- epilogue (nope accumulators hold O / 2^e_run)
+  // The scaled rows are staged in shared memory (the Q and KV tile regions, free after the
+  // last P.V) and written out as whole rows, 16 bytes per thread: a warp's store covers 512
+  // contiguous bytes. v12 stored from the mma fragments directly, 8 rows x 32 bytes per warp
+  // store; the v13 timeline put that at ~1,800 cycles of a 16-head T = 1 CTA (of ~10,500).
   const int dn0 = warp * 56;
   const int dr0 = kDN + warp * 8;
   const Pow2Pair v_exp(e_run);
+  float* sOut = reinterpret_cast<float*>(smem + C::OFF_Q);  // [M][kORow] fp32
+  __syncthreads();  // every warp's last P.V is done with sQ / sKV
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       const int row = mt * 16 + (lane >> 2) + 8 * i;
       const int h = h0 + row;
-      if (h >= p.H) continue;
       const bool empty = m_run[mt][i] == -INFINITY;
       const float l = l_run[mt][i];
       const float lse2 = empty ? -INFINITY : m_run[mt][i] + __log2f(l);
       const int64_t th = int64_t(t) * p.H + h;
+      float f;
       if (num_splits == 1) {
         const float lse_nat = lse2 * kLn2;
-        const float f = out_factor(empty, l, lse_nat, p.sink, h);
-        const float fn = v_exp(f);  // < 2^-126 only for V scales near 2^-120: outputs ~0 anyway
-        __nv_bfloat16* dst = reinterpret_cast<__nv_bfloat16*>(p.out) + th * kD + (lane & 3) * 2;
-#pragma unroll
-        for (int n = 0; n < 8; ++n) {
-          const float g = n < 7 ? fn : f;
-          *reinterpret_cast<uint32_t*>(dst + (n < 7 ? dn0 + n * 8 : dr0)) =
-              pack_bf16(o[mt][n][2 * i] * g, o[mt][n][2 * i + 1] * g);
-        }
-        if (warp == 0 && (lane & 3) == 0) p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
+        f = out_factor(empty, l, lse_nat, p.sink, h < p.H ? h : 0);
+        if (h < p.H && warp == 0 && (lane & 3) == 0) p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
       } else {
-        const float f = empty ? 0.f : 1.f / l;
-        const float fn = v_exp(f);
-        float* dst = p.ws_out + (th * num_splits + split) * kD + dn0 + (lane & 3) * 2;
-        st_global_f32x2<0>(dst, o[mt][0][2 * i] * fn, o[mt][0][2 * i + 1] * fn);
-        st_global_f32x2<32>(dst, o[mt][1][2 * i] * fn, o[mt][1][2 * i + 1] * fn);
-        st_global_f32x2<64>(dst, o[mt][2][2 * i] * fn, o[mt][2][2 * i + 1] * fn);
-        st_global_f32x2<96>(dst, o[mt][3][2 * i] * fn, o[mt][3][2 * i + 1] * fn);
-        st_global_f32x2<128>(dst, o[mt][4][2 * i] * fn, o[mt][4][2 * i + 1] * fn);
-        st_global_f32x2<160>(dst, o[mt][5][2 * i] * fn, o[mt][5][2 * i + 1] * fn);
-        st_global_f32x2<192>(dst, o[mt][6][2 * i] * fn, o[mt][6][2 * i + 1] * fn);
-        st_global_f32x2<0>(dst - dn0 + dr0, o[mt][7][2 * i] * f, o[mt][7][2 * i + 1] * f);
-        if (warp == 0 && (lane & 3) == 0) p.ws_lse[th * num_splits + split] = lse2;
+        f = empty ? 0.f : 1.f / l;
+        if (h < p.H && warp == 0 && (lane & 3) == 0) p.ws_lse[th * num_splits + split] = lse2;
       }
+      const float fn = v_exp(f);  // < 2^-126 only for V scales near 2^-120: outputs ~0 anyway
+      float* srow = sOut + row * kORow + (lane & 3) * 2;
+#pragma unroll
+      for (int n = 0; n < 7; ++n)
+        *reinterpret_cast<float2*>(srow + dn0 + n * 8) = make_float2(o[mt][n][2 * i] * fn, o[mt][n][2 * i + 1] * fn);
+      *reinterpret_cast<float2*>(srow + dr0) = make_float2(o[mt][7][2 * i] * f, o[mt][7][2 * i + 1] * f);
+    }
+  }
+  __syncthreads();
+  if (num_splits == 1) {
+    // bf16 rows of 1 KB: 64 threads per row, 8 dims each
+    const int c8 = tid % 64;
+#pragma unroll
+    for (int r = tid / 64; r < C::M; r += kThreads / 64) {
+      const int h = h0 + r;
+      if (h >= p.H) break;
+      const float4 x = *reinterpret_cast<const float4*>(sOut + r * kORow + c8 * 8);
+      const float4 y = *reinterpret_cast<const float4*>(sOut + r * kORow + c8 * 8 + 4);
+      *reinterpret_cast<uint4*>(reinterpret_cast<__nv_bfloat16*>(p.out) + (int64_t(t) * p.H + h) * kD + c8 * 8) =
+          make_uint4(pack_bf16(x.x, x.y), pack_bf16(x.z, x.w), pack_bf16(y.x, y.y), pack_bf16(y.z, y.w));
+    }
+  } else {
+    // fp32 partial rows of 2 KB: 128 threads per row, 4 dims each
+    const int c4 = tid % 128;
+#pragma unroll
+    for (int r = tid / 128; r < C::M; r += kThreads / 128) {
+      const int h = h0 + r;
+      if (h >= p.H) break;
+      *reinterpret_cast<float4*>(p.ws_out + ((int64_t(t) * p.H + h) * num_splits + split) * kD + c4 * 4) =
+          *reinterpret_cast<const float4*>(sOut + r * kORow + c4 * 4);
     }
   }
   DSPARKCTL_TL_MARK(15);
