@@ -1,0 +1,136 @@
+"""Sweep the kernel's layout x split count per bench shape and compare with the automatic plan.
+
+    python bench/plan_sweep.py --json OUT.json [--md OUT.md]
+
+The automatic plan fills one wave of co-resident CTAs with splits. Each split writes fp32
+partial rows (2 KB per head) that the combine reads back, so at DSpark verify sizes (T >= 10,
+64 heads) the partials outweigh the gathered KV several times over; this sweep measures where
+fewer, longer CTAs win. Same timing as bench_kernel.py (CUDA-graph replay over rotating index
+sets), one line per (shape, layout, splits).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench_kernel import Caches, call_bytes_flops, graph_time, make_sets
+
+from dsparkctl.kernel import ops
+
+LAYOUTS = {
+    1: ("large", 64, 64),
+    2: ("small", 32, 32),
+    3: ("small16", 16, 32),
+}  # config: name, heads/CTA, tile
+SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 13, 16, 20, 24, 33, 36)
+
+
+def sweep_shapes() -> list[dict]:
+    out = [
+        {"kind": "dspark", "H": 64, "topk": 192, "valid": 133, "extra": e, "T": t}
+        for e in (0, 512)
+        for t in (5, 10, 25, 50)
+    ]
+    out += [
+        {"kind": "decode", "H": h, "topk": 128, "valid": 128, "extra": e, "T": t}
+        for h in (64, 128)
+        for e in (512, 1024)
+        for t in (1, 8)
+    ]
+    out += [{"kind": "decode", "H": 32, "topk": 128, "valid": 128, "extra": 512, "T": 8}]
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--json", type=Path, required=True)
+    ap.add_argument("--md", type=Path)
+    ap.add_argument("--replays", type=int, default=3)
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("plan_sweep: no CUDA device", file=sys.stderr)
+        return 2
+    ops.load()
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    caches = Caches(
+        main_tokens=1 << 19, extra_tokens=1 << 18
+    )  # as bench_kernel.py: gathers miss L2
+    rows = []
+    scale = 512**-0.5
+    for i, shape in enumerate(sweep_shapes()):
+        nbytes, _ = call_bytes_flops(shape, make_sets(shape, caches, 1, seed=10_000 + i)[0])
+        sets = make_sets(shape, caches, int(min(32, max(4, math.ceil(240e6 / nbytes)))), seed=i)
+        auto = (
+            graph_time(lambda s: ops.sparse_mla_decode(sm_scale=scale, **s), sets, args.replays)
+            * 1e6
+        )
+        rec = {**shape, "auto_us": round(auto, 2), "forced": []}
+        for cfg, (name, heads, tile) in LAYOUTS.items():
+            if cfg == 3 and shape["H"] <= 16:
+                continue
+            tiles = -(-shape["topk"] // tile) + -(-shape["extra"] // tile)
+            ctas = shape["T"] * -(-shape["H"] // heads)
+            for sp in SPLITS:
+                if sp > tiles or ctas * sp > 4 * sms:
+                    continue
+                us = (
+                    graph_time(
+                        lambda s, c=cfg, n=sp: ops.sparse_mla_decode_cfg(
+                            sm_scale=scale, config=c, num_splits=n, **s
+                        ),
+                        sets,
+                        args.replays,
+                    )
+                    * 1e6
+                )
+                rec["forced"].append(
+                    {"layout": name, "splits": sp, "ctas": ctas * sp, "us": round(us, 2)}
+                )
+        best = min(rec["forced"], key=lambda r: r["us"])
+        rec["best"] = best
+        rows.append(rec)
+        print(
+            json.dumps({k: rec[k] for k in ("kind", "H", "extra", "T", "auto_us", "best")}),
+            flush=True,
+        )
+    meta = {
+        "schema_version": 1,
+        "device": torch.cuda.get_device_name(),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": "python3 " + " ".join(sys.argv),
+        "timing": "CUDA-graph replay, median of replays, per call; up to 32 rotating index sets",
+    }
+    args.json.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+    if args.md:
+        lines = [
+            f"# Layout x split sweep: {meta['device']}",
+            "",
+            f"- date: {meta['date']}",
+            f"- command: `{meta['command']}`",
+            "",
+            "| kind | H | extra | T | auto us | best us | best layout | best splits | best CTAs |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        for r in rows:
+            b = r["best"]
+            lines.append(
+                f"| {r['kind']} | {r['H']} | {r['extra']} | {r['T']} | {r['auto_us']} | {b['us']} | {b['layout']} | {b['splits']} | {b['ctas']} |"
+            )
+        args.md.write_text("\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
