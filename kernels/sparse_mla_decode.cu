@@ -100,11 +100,8 @@ struct Cfg {
   static constexpr int M = 16 * MT;  // heads per CTA (padded)
   static constexpr int NWN = (8 / MT) < (BN / 8) ? (8 / MT) : (BN / 8);  // S-phase warps along N
   static constexpr int NTW = BN / 8 / NWN;  // 8-wide n-tiles per S-phase warp
-  static constexpr int DEQ_GROUP = (BN == 64 || MT == 1) ? 4 : 2;  // chunks per batch of loads (Tile::store)
-  static constexpr int S_WARPS = MT * NWN;  // warps that own an S slice (mask, softmax, P)
-  // k-split of S: with fewer slices than warps (16 heads x 32 candidates: 4 slices) the other
-  // warps take half of each slice's k-steps and hand their partial S over shared memory.
-  static constexpr int KS = kWarps / S_WARPS;
+  static constexpr int DEQ_GROUP = BN == 64 ? 4 : 2;  // chunks per batch of loads (Tile::store)
+  static constexpr int S_WARPS = MT * NWN;  // warps busy in the S phase
   static constexpr int PROW = BN + 8;       // smem P row stride (bf16)
   static constexpr int Q_BYTES = M * kSRow * 2;
   static constexpr int KV_BYTES = BN * kSRow * 2;
@@ -121,11 +118,9 @@ struct Cfg {
   static constexpr int OFF_RAW = OFF_IDX + 2 * BN * 16;         // raw tile bytes [BN][576]
   static constexpr int OFF_SCALE = OFF_RAW + BN * kRowBytes;    // [2][BN][8] scale slots
   static constexpr int OFF_QMAX = OFF_SCALE + 2 * BN * 8;     // [M][2] |q| nope max bits, per half row
-  static constexpr int OFF_SPART = OFF_QMAX + M * 2 * 4;  // [S_WARPS][32 lanes] float4 partial S (KS = 2)
-  static constexpr int OFF_TL = OFF_SPART + (KS > 1 ? S_WARPS * 32 * 16 : 0);  // phase cycle sums (timeline builds only)
+  static constexpr int OFF_TL = OFF_QMAX + M * 2 * 4;  // phase cycle sums (timeline builds only)
   static constexpr int SMEM = OFF_TL + kTlSmemBytes;
   static_assert(S_WARPS <= kWarps, "S phase needs at most 8 warps");
-  static_assert(S_WARPS * KS == kWarps && KS <= 2 && (KS == 1 || NTW == 1), "k-split: two warps per one-n-tile slice");
   static_assert(M * kORow * 4 <= OFF_P, "the epilogue stages M fp32 rows in the Q and KV regions");
   static_assert(NTW == 1 || NTW % 2 == 0, "n-tiles per warp: 1 or even");
   static_assert(BN % 16 == 0, "BN multiple of 16");
@@ -171,13 +166,6 @@ __device__ __forceinline__ void cp_async(void* dst, const void* src, bool valid)
                  "r"(src_size)
                  : "memory");
   }
-}
-// Named barriers (ids 1..15; 0 is __syncthreads): a k-split S pair meets on its own barrier.
-__device__ __forceinline__ void named_bar_sync(int id, int threads) {
-  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-__device__ __forceinline__ void named_bar_arrive(int id, int threads) {
-  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
@@ -406,29 +394,6 @@ __device__ __forceinline__ uint32_t tile_max_scale(const uint8_t* sScaleTile, in
   return __reduce_max_sync(0xffffffffu, m);
 }
 
-// S k-steps [B, E) of 32 dims each for one 16 x 8 slice, alternating two accumulators so
-// consecutive mma.sync do not wait on each other (a single chain exposes the full mma latency).
-// F16: the nope part (fp16 Q x fp16 K tile); else the rope part (bf16).
-template <int B, int E, bool F16, int UNROLL>
-__device__ __forceinline__ void s_steps(float (&acc)[4], float (&acc2)[4], const __nv_bfloat16* qa,
-                                        const __nv_bfloat16* kb) {
-#pragma unroll UNROLL
-  for (int k2 = B; k2 < E; ++k2) {
-    uint32_t a0[4], a1[4], b0[2], b1[2];
-    ldsm_x4(a0, qa + k2 * 32);
-    ldsm_x2(b0, kb + k2 * 32);
-    ldsm_x4(a1, qa + k2 * 32 + 16);
-    ldsm_x2(b1, kb + k2 * 32 + 16);
-    if constexpr (F16) {
-      mma_f16(acc, a0, b0[0], b0[1]);
-      mma_f16(acc2, a1, b1[0], b1[1]);
-    } else {
-      mma_bf16(acc, a0, b0[0], b0[1]);
-      mma_bf16(acc2, a1, b1[0], b1[1]);
-    }
-  }
-}
-
 // Exponent shift of one Q row's nope part into fp16: from the largest |q| (bf16 magnitude
 // bits), so the row's largest value lands in [2^14, 2^15). 0 for zero / inf / NaN rows; at
 // least -127, so 2^-shift is one fp32 factor (a row below 2^-113 is ~0 in S either way).
@@ -624,10 +589,9 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   }
   float mS[2] = {-INFINITY, -INFINITY};  // running max of this S-warp's two rows
 
-  const int mw = warp % MT;             // S phase: m-tile of this warp
-  const int nw = (warp / MT) % C::NWN;  // S phase: n-slice of this warp
-  const bool s_active = warp < C::S_WARPS;  // owns its slice (the k-split helpers do not)
-  float4* sSpart = reinterpret_cast<float4*>(smem + C::OFF_SPART);
+  const int mw = warp % MT;  // S phase: m-tile of this warp
+  const int nw = warp / MT;  // S phase: n-slice of this warp
+  const bool s_active = warp < C::S_WARPS;
 
   // The nope part of Q goes to shared memory as fp16 (it meets the fp16 K tile in S). Plain
   // conversion is exact for bf16 |q| in [2^-17, 65280] (below 2^-14 as fp16 subnormals) and
@@ -719,43 +683,40 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     const int rm = mw * 16;
     const int cn = nw * (C::NTW * 8);
     const Pow2Pair s_nope[2] = {Pow2Pair(q_shift[0] + e_tile), Pow2Pair(q_shift[1] + e_tile)};
-    if (s_active || C::KS > 1) {
+    if (s_active) {
       const __nv_bfloat16* qa = sQ + (rm + (lane & 15)) * kSRow + (lane >> 4) * 8;
       if constexpr (C::NTW == 1) {
+        // One n-tile per warp: two accumulators over even / odd k-steps, so consecutive
+        // mma.sync do not wait on each other (a single chain exposes the full mma latency).
         float sodd[4] = {0.f, 0.f, 0.f, 0.f};
         const __nv_bfloat16* kb = sKV + (cn + (lane & 7)) * kSRow + ((lane >> 3) & 1) * 8;
-        constexpr int kNope = kDN / 32, kAll = kD / 32, kHalf = kAll / 2;
-        if constexpr (C::KS == 1) {
-          s_steps<0, kNope, true, 7>(sacc[0], sodd, qa, kb);
-#pragma unroll
-          for (int c = 0; c < 4; ++c) {
-            sacc[0][c] = s_nope[c >> 1](sacc[0][c] + sodd[c]);
-            sodd[c] = 0.f;
-          }
-          s_steps<kNope, kAll, false, 2>(sacc[0], sodd, qa, kb);
-#pragma unroll
-          for (int c = 0; c < 4; ++c) sacc[0][c] += sodd[c];
-        } else if (s_active) {
-          // k-steps [0, 8) here, [8, 16) in the helper warp, whose partial arrives via sSpart
-          s_steps<0, kHalf, true, kHalf>(sacc[0], sodd, qa, kb);
-#pragma unroll
-          for (int c = 0; c < 4; ++c) sacc[0][c] = s_nope[c >> 1](sacc[0][c] + sodd[c]);
-          named_bar_sync(1 + warp, 64);
-          const float4 h = sSpart[warp * 32 + lane];
-          sacc[0][0] += h.x; sacc[0][1] += h.y; sacc[0][2] += h.z; sacc[0][3] += h.w;
-        } else {
-          s_steps<kHalf, kNope, true, kNope - kHalf>(sacc[0], sodd, qa, kb);
-#pragma unroll
-          for (int c = 0; c < 4; ++c) {
-            sacc[0][c] = s_nope[c >> 1](sacc[0][c] + sodd[c]);
-            sodd[c] = 0.f;
-          }
-          s_steps<kNope, kAll, false, 2>(sacc[0], sodd, qa, kb);
-          const int owner = warp - C::S_WARPS;
-          sSpart[owner * 32 + lane] = make_float4(sacc[0][0] + sodd[0], sacc[0][1] + sodd[1], sacc[0][2] + sodd[2],
-                                                  sacc[0][3] + sodd[3]);
-          named_bar_arrive(1 + owner, 64);
+#pragma unroll 7
+        for (int k2 = 0; k2 < kDN / 32; ++k2) {  // nope: fp16 Q x fp16 K tile
+          uint32_t a0[4], a1[4], b0[2], b1[2];
+          ldsm_x4(a0, qa + k2 * 32);
+          ldsm_x2(b0, kb + k2 * 32);
+          ldsm_x4(a1, qa + k2 * 32 + 16);
+          ldsm_x2(b1, kb + k2 * 32 + 16);
+          mma_f16(sacc[0], a0, b0[0], b0[1]);
+          mma_f16(sodd, a1, b1[0], b1[1]);
         }
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          sacc[0][c] = s_nope[c >> 1](sacc[0][c] + sodd[c]);
+          sodd[c] = 0.f;
+        }
+#pragma unroll
+        for (int k2 = kDN / 32; k2 < kD / 32; ++k2) {  // rope: bf16
+          uint32_t a0[4], a1[4], b0[2], b1[2];
+          ldsm_x4(a0, qa + k2 * 32);
+          ldsm_x2(b0, kb + k2 * 32);
+          ldsm_x4(a1, qa + k2 * 32 + 16);
+          ldsm_x2(b1, kb + k2 * 32 + 16);
+          mma_bf16(sacc[0], a0, b0[0], b0[1]);
+          mma_bf16(sodd, a1, b1[0], b1[1]);
+        }
+#pragma unroll
+        for (int c = 0; c < 4; ++c) sacc[0][c] += sodd[c];
       } else {
       const int i8 = lane >> 3;
       const __nv_bfloat16* kb = sKV + (cn + (i8 >> 1) * 8 + (lane & 7)) * kSRow + (i8 & 1) * 8;
@@ -788,8 +749,6 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         }
       }
       }
-    }
-    if (s_active) {
       // scale (base 2), mask, row max
       float rmax[2] = {-INFINITY, -INFINITY};
 #pragma unroll
