@@ -68,6 +68,20 @@ T* to_device(const std::vector<T>& v) {
   return d;
 }
 
+// One cache of `pages` pages of kPbs tokens (packed stride) with its [T, topk] slot ids.
+dsparkctl::SparseMlaCache device_cache(const std::vector<uint8_t>& bytes, int pages, const std::vector<int32_t>& ids,
+                                       int topk) {
+  dsparkctl::SparseMlaCache c;
+  c.base = to_device(bytes);
+  c.page_stride = int64_t(kPbs) * kTokenBytes;
+  c.pbs = kPbs;
+  c.num_slots = int64_t(pages) * kPbs;
+  c.indices = to_device(ids);
+  c.indices_stride = topk;
+  c.topk = topk;
+  return c;
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0.0;
   std::sort(v.begin(), v.end());
@@ -110,24 +124,10 @@ int main(int argc, char** argv) {
   p.q = to_device(hq);
   p.q_stride_t = int64_t(H) * 512;
   p.q_stride_h = 512;
-  p.main.base = to_device(hmain);
-  p.main.page_stride = int64_t(kPbs) * kTokenBytes;
-  p.main.pbs = kPbs;
-  p.main.num_slots = int64_t(main_pages) * kPbs;
-  p.main.indices = to_device(hidx);
-  p.main.indices_stride = topk;
-  p.main.topk = topk;
+  p.main = device_cache(hmain, main_pages, hidx, topk);
   p.main.lengths = to_device(hlen);
   p.main.lengths_stride = 1;
-  if (extra > 0) {
-    p.extra.base = to_device(hextra);
-    p.extra.page_stride = int64_t(kPbs) * kTokenBytes;
-    p.extra.pbs = kPbs;
-    p.extra.num_slots = int64_t(extra_pages) * kPbs;
-    p.extra.indices = to_device(heidx);
-    p.extra.indices_stride = extra;
-    p.extra.topk = extra;
-  }
+  if (extra > 0) p.extra = device_cache(hextra, extra_pages, heidx, extra);
   void* out = nullptr;
   CK(cudaMalloc(&out, size_t(T) * H * 512 * 2));
   p.out = out;

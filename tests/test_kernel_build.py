@@ -58,3 +58,19 @@ def test_kernel_compiles_for_every_shipped_arch(tmp_path: Path) -> None:
         # the kernels and the combine kernel are all in there
         data = obj.read_bytes()
         assert b"sparse_mla_decode_kernel" in data and b"sparse_mla_combine_kernel" in data
+        # the bench-only phase timeline is compiled out of the shipped build
+        assert b"g_tl_main" not in data
+
+
+@pytest.mark.skipif(build.find_nvcc() is None, reason="nvcc not installed: cannot compile-check CUDA")
+def test_phase_timeline_harness_compiles(tmp_path: Path) -> None:
+    """bench/kernel_timeline.cu builds the kernel source with -DDSPARKCTL_TIMELINE; compiling it
+    here keeps the instrumentation macros and the harness in step with the kernel."""
+    nvcc = build.find_nvcc()
+    src = Path(__file__).resolve().parent.parent / "bench" / "kernel_timeline.cu"
+    exe = tmp_path / "timeline"
+    cmd = [str(nvcc), "-O1", "-std=c++17", "-arch=sm_90a", "-DDSPARKCTL_TIMELINE", str(src), "-o", str(exe)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = exe.read_bytes()
+    assert b"g_tl_main" in data and b"g_tl_combine" in data  # the instrumented kernel is in there
