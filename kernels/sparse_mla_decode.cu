@@ -671,15 +671,6 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       next_id = load_id(*c, t, pos0 + tid, len);
     }
     const int64_t* sValid = sOff + (it & 1) * 2 * BN;  // this tile's row offsets (-1 = invalid)
-    // Candidates of this tile before its row's length cut (DSpark: the last of 133 holds 5):
-    // S slices and P.V k-steps wholly past it are skipped, one branch per tile (a branch per
-    // k-step would stop ptxas from overlapping k-steps; v12 session, rejected attempt).
-    int tail;
-    {
-      const SparseMlaCache* c; int pos0, len;
-      tile_src(it, c, pos0, len);
-      tail = len - pos0;
-    }
     __syncthreads();
     DSPARKCTL_TL_MARK(11);
 
@@ -693,7 +684,6 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     const int cn = nw * (C::NTW * 8);
     const Pow2Pair s_nope[2] = {Pow2Pair(q_shift[0] + e_tile), Pow2Pair(q_shift[1] + e_tile)};
     if (s_active) {
-      if (cn < tail) {  // else every column of the slice is past the length: S stays 0, masked below
       const __nv_bfloat16* qa = sQ + (rm + (lane & 15)) * kSRow + (lane >> 4) * 8;
       if constexpr (C::NTW == 1) {
         // One n-tile per warp: two accumulators over even / odd k-steps, so consecutive
@@ -757,7 +747,6 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
           mma_bf16(sacc[2 * pr], a, b[0], b[1]);
           mma_bf16(sacc[2 * pr + 1], a, b[2], b[3]);
         }
-      }
       }
       }
       // scale (base 2), mask, row max
@@ -870,7 +859,8 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     // rope n-tile, so every warp runs 9 n-tile passes per k-step (v11: 16).
     const int dn0 = warp * 56;
     const int dr0 = kDN + warp * 8;
-    auto pv_kstep = [&](int ks) {
+#pragma unroll
+    for (int ks = 0; ks < BN / 16; ++ks) {
       const int i8 = lane >> 3;
       const __nv_bfloat16* vrow = sKV + (ks * 16 + (i8 & 1) * 8 + (lane & 7)) * kSRow;
       uint32_t pa[MT][4];
@@ -899,14 +889,6 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         mma_bf16(o[mt][7], ph, b[2], b[3]);
         mma_bf16(o[mt][7], pl, b[2], b[3]);
       }
-    };
-    if (tail >= BN) {
-#pragma unroll
-      for (int ks = 0; ks < BN / 16; ++ks) pv_kstep(ks);
-    } else {
-      // P is exactly 0 past the length (S = -inf), so skipping those k-steps changes nothing
-#pragma unroll 1
-      for (int ks = 0; ks < (tail + 15) / 16; ++ks) pv_kstep(ks);
     }
     DSPARKCTL_TL_MARK(14);
   }
