@@ -392,14 +392,17 @@ struct Tile {
     return max(ehi >> 23, elo >> 7);
   }
 
-  // This thread's rope chunks (the bf16 copy it stored) times 2^-er as fp16, for P.V: exact
-  // for every value within 2^28 of the tile's largest (bf16's 8 significant bits fit fp16's 11).
+  // The rope chunks (their bf16 copy, after a barrier) times 2^-er as fp16, for P.V, by the
+  // NT threads from warp W0 on: exact for every value within 2^28 of the tile's largest
+  // (bf16's 8 significant bits fit fp16's 11).
+  template <int W0>
   static __device__ __forceinline__ void rope_f16(__nv_bfloat16* sKV, float fac) {
-    const int tid = tid_fresh();
+    constexpr int NT = kThreads - 32 * W0;
+    const int tid = tid_fresh() - 32 * W0;
 #pragma unroll
-    for (int j = 0; j < NPT_R; ++j) {
-      const int r = tid + j * kThreads;
-      if (ROPE % kThreads == 0 || r < ROPE) {
+    for (int j = 0; j < (ROPE + NT - 1) / NT; ++j) {
+      const int r = tid + j * NT;
+      if (ROPE % NT == 0 || r < ROPE) {
         const int cand = r / RCPC;
         __nv_bfloat16* row = sKV + cand * kKVRow + (r - cand * RCPC) * (VEC / 2);
         Vec v = *reinterpret_cast<const Vec*>(row + kKVRopeBf16);
@@ -726,10 +729,15 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     const int64_t* sValid = sOff + (it & 1) * 2 * BN;  // this tile's row offsets (-1 = invalid)
     __syncthreads();
     // The rope V exponent of this tile, and the rope tile as fp16 for P.V (visible to it after
-    // the barriers below; S reads the bf16 copy).
+    // the barriers below; S reads the bf16 copy). Converted by the warps that have no S slice
+    // where there are any (16 heads x 32 candidates: 4 of 8), so it stays off the S path.
     const int er_tile = rope_exponent(sRopeMax);
     const int er_new = er_run > er_tile ? er_run : er_tile;
-    TileT::rope_f16(sKV, pow2i(-er_tile));
+    if constexpr (C::S_WARPS < kWarps) {
+      if (!s_active) TileT::template rope_f16<C::S_WARPS>(sKV, pow2i(-er_tile));
+    } else {
+      TileT::template rope_f16<0>(sKV, pow2i(-er_tile));
+    }
     DSPARKCTL_TL_MARK(11);
 
     // ---- S = Q K^T for a 16 x (8*NTW) slice
