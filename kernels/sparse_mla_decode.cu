@@ -123,7 +123,7 @@ struct Cfg {
   static constexpr int OFF_RAW = OFF_IDX + 2 * BN * 16;         // raw tile bytes [BN][576]
   static constexpr int OFF_SCALE = OFF_RAW + BN * kRowBytes;    // [2][BN][8] scale slots
   static constexpr int OFF_QMAX = OFF_SCALE + 2 * BN * 8;     // [M][2] |q| nope max bits, per half row
-  static constexpr int OFF_ROPEMAX = OFF_QMAX + M * 2 * 4;  // [8 warps] largest |rope| bits of the tile
+  static constexpr int OFF_ROPEMAX = OFF_QMAX + M * 2 * 4;  // [NWN] rope exponent maxima (RopeExpMax)
   static constexpr int OFF_TL = OFF_ROPEMAX + kWarps * 4;  // phase cycle sums (timeline builds only)
   static constexpr int SMEM = OFF_TL + kTlSmemBytes;
   static_assert(S_WARPS <= kWarps, "S phase needs at most 8 warps");
@@ -357,10 +357,8 @@ struct Tile {
     }
   }
 
-  // Returns the largest exponent field + 1 of this thread's rope values, 0 for inf / NaN
-  // (not magnitudes): the tile's rope V exponent is reduced from it (rope_exponent).
   template <int G>
-  static __device__ __forceinline__ uint32_t store(const uint8_t* sRaw, const uint8_t* sScale, __nv_bfloat16* sKV,
+  static __device__ __forceinline__ void store(const uint8_t* sRaw, const uint8_t* sScale, __nv_bfloat16* sKV,
                                                    uint32_t maxb) {
     const int tid = tid_fresh();
     Vec rr[NPT_R];
@@ -369,27 +367,16 @@ struct Tile {
       const int r = tid + j * kThreads;
       if (ROPE % kThreads == 0 || r < ROPE) rr[j] = *reinterpret_cast<const Vec*>(sRaw + (NOPE + r) * VEC);
     }
-    // Both halves of a word at once: (exponent field + 1) & 0xff moves 255 (inf / NaN) to 0;
-    // 0x7f80 + 0x80 = 0x8000 does not carry into the other half.
-    uint32_t ehi = 0, elo = 0;
 #pragma unroll
     for (int j = 0; j < NPT_R; ++j) {
       const int r = tid + j * kThreads;
       if (ROPE % kThreads == 0 || r < ROPE) {
         const int cand = r / RCPC;
         *reinterpret_cast<Vec*>(sKV + cand * kKVRow + kKVRopeBf16 + (r - cand * RCPC) * (VEC / 2)) = rr[j];
-        const uint32_t* w = reinterpret_cast<const uint32_t*>(&rr[j]);
-#pragma unroll
-        for (int i = 0; i < VEC / 4; ++i) {
-          const uint32_t x = ((w[i] & 0x7f807f80u) + 0x00800080u) & 0x7f807f80u;
-          ehi = max(ehi, x & 0x7f800000u);
-          elo = max(elo, x & 0x7f80u);
-        }
       }
     }
 #pragma unroll
     for (int j0 = 0; j0 < NPT_N; j0 += G) store_nope<G>(sRaw, sScale, sKV, tid, maxb, j0);
-    return max(ehi >> 23, elo >> 7);
   }
 
   // The rope chunks (their bf16 copy, after a barrier) times 2^-er as fp16, for P.V, by the
@@ -415,13 +402,32 @@ struct Tile {
   }
 };
 
+// The rope V exponent of a tile is taken from the bf16 rope K fragments the S phase loads
+// anyway (the S warps of m-tile 0 cover every candidate once), not in the dequantization,
+// which is on the latency path of a single-tile CTA. Per 32-bit word, both halves at once:
+// (exponent field + 1) & 0xff moves 255 (inf / NaN: not magnitudes) to 0, and
+// 0x7f80 + 0x80 = 0x8000 does not carry into the other half.
+struct RopeExpMax {
+  uint32_t hi = 0, lo = 0;
+  __device__ __forceinline__ void add(uint32_t w) {
+    const uint32_t x = ((w & 0x7f807f80u) + 0x00800080u) & 0x7f807f80u;
+    hi = max(hi, x & 0x7f800000u);
+    lo = max(lo, x & 0x7f80u);
+  }
+  // largest exponent field + 1 over the warp (0: no finite value)
+  __device__ __forceinline__ uint32_t warp_max() const {
+    return __reduce_max_sync(0xffffffffu, max(hi >> 23, lo >> 7));
+  }
+};
+
 // The tile's rope V exponent er: its rope values are stored as fp16 v * 2^-er, the largest
-// in [2^14, 2^15). From the warps' largest (exponent field + 1) (Tile::store); at least -127
-// so that 2^-er is one fp32 normal; a tile of zeros / inf / NaN gets -127.
+// in [2^14, 2^15). From the N S-warp slices' RopeExpMax; at least -127 so that 2^-er is one
+// fp32 normal; a tile of zeros / inf / NaN gets -127.
+template <int N>
 __device__ __forceinline__ int rope_exponent(const uint32_t* sRopeMax) {
   uint32_t m = 0;
 #pragma unroll
-  for (int w = 0; w < kWarps; ++w) m = max(m, sRopeMax[w]);
+  for (int w = 0; w < N; ++w) m = max(m, sRopeMax[w]);
   const int e = int(m) - 1 - 141;
   return e < -127 ? -127 : e;
 }
@@ -709,10 +715,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     const uint32_t maxb = tile_max_scale<BN>(sScale + (it & 1) * BN * 8, lane);
     const int e_tile = int(maxb) - 127;
     const int e_new = e_run > e_tile ? e_run : e_tile;
-    {
-      const uint32_t re = __reduce_max_sync(0xffffffffu, TileT::template store<C::DEQ_GROUP>(sRaw, sScale + (it & 1) * BN * 8, sKV, maxb));
-      if (lane == 0) sRopeMax[warp] = re;
-    }
+    TileT::template store<C::DEQ_GROUP>(sRaw, sScale + (it & 1) * BN * 8, sKV, maxb);
     DSPARKCTL_TL_MARK(10);
     if (it + 1 < tile_end) {
       const SparseMlaCache* c; int pos0, len;
@@ -728,16 +731,6 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     }
     const int64_t* sValid = sOff + (it & 1) * 2 * BN;  // this tile's row offsets (-1 = invalid)
     __syncthreads();
-    // The rope V exponent of this tile, and the rope tile as fp16 for P.V (visible to it after
-    // the barriers below; S reads the bf16 copy). Converted by the warps that have no S slice
-    // where there are any (16 heads x 32 candidates: 4 of 8), so it stays off the S path.
-    const int er_tile = rope_exponent(sRopeMax);
-    const int er_new = er_run > er_tile ? er_run : er_tile;
-    if constexpr (C::S_WARPS < kWarps) {
-      if (!s_active) TileT::template rope_f16<C::S_WARPS>(sKV, pow2i(-er_tile));
-    } else {
-      TileT::template rope_f16<0>(sKV, pow2i(-er_tile));
-    }
     DSPARKCTL_TL_MARK(11);
 
     // ---- S = Q K^T for a 16 x (8*NTW) slice
@@ -750,6 +743,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     const int cn = nw * (C::NTW * 8);
     const Pow2Pair s_nope[2] = {Pow2Pair(q_shift[0] + e_tile), Pow2Pair(q_shift[1] + e_tile)};
     if (s_active) {
+      RopeExpMax rope_e;
       const __nv_bfloat16* qa = sQ + (rm + (lane & 15)) * kSRow + (lane >> 4) * 8;
       if constexpr (C::NTW == 1) {
         // One n-tile per warp: two accumulators over even / odd k-steps, so consecutive
@@ -780,6 +774,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
           ldsm_x2(b1, kb + k2 * 32 + 16 + (kKVRopeBf16 - kDN));
           mma_bf16(sacc[0], a0, b0[0], b0[1]);
           mma_bf16(sodd, a1, b1[0], b1[1]);
+          rope_e.add(b0[0]); rope_e.add(b0[1]); rope_e.add(b1[0]); rope_e.add(b1[1]);
         }
 #pragma unroll
         for (int c = 0; c < 4; ++c) sacc[0][c] += sodd[c];
@@ -812,8 +807,13 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
           ldsm_x4(b, kb + pr * 16 * kKVRow + kk * 16 + (kKVRopeBf16 - kDN));
           mma_bf16(sacc[2 * pr], a, b[0], b[1]);
           mma_bf16(sacc[2 * pr + 1], a, b[2], b[3]);
+          rope_e.add(b[0]); rope_e.add(b[1]); rope_e.add(b[2]); rope_e.add(b[3]);
         }
       }
+      }
+      {
+        const uint32_t m = rope_e.warp_max();
+        if (mw == 0 && lane == 0) sRopeMax[nw] = m;
       }
       // scale (base 2), mask, row max
       float rmax[2] = {-INFINITY, -INFINITY};
@@ -840,7 +840,15 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     __syncthreads();
     DSPARKCTL_TL_MARK(12);
 
-    // ---- P = exp2(S - m_new) in bf16 to smem, row sums of the rounded P
+    // ---- P = exp2(S - m_new) in fp16 to smem (twice), row sums of the fp32 P
+    // The rope V exponent of this tile (from the S phase), and the rope tile as fp16 for P.V
+    // (S read the bf16 copy): converted by the warps without an S slice where there are any
+    // (16 heads: 4 of 8 at 32 candidates), else by all after their P.
+    const int er_tile = rope_exponent<C::NWN>(sRopeMax);
+    const int er_new = er_run > er_tile ? er_run : er_tile;
+    if constexpr (C::S_WARPS < kWarps) {
+      if (!s_active) TileT::template rope_f16<C::S_WARPS>(sKV, pow2i(-er_tile));
+    }
     if (s_active) {
       float m_use[2], rsum[2] = {0.f, 0.f};
       const float f16_shift = pow2i(e_tile - e_new);    // P for the nope P.V in the accumulators' units
@@ -880,6 +888,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         sRsum[nw * C::M + rm + (lane >> 2) + 8] = rsum[1];
       }
     }
+    if constexpr (C::S_WARPS == kWarps) TileT::template rope_f16<0>(sKV, pow2i(-er_tile));
     // publish tile it+2's ids into the buffer this tile's S phase has finished reading
     if (tid < BN && it + 2 < tile_end) {
       const SparseMlaCache* c; int pos0, len;
