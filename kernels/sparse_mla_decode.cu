@@ -37,20 +37,21 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kDR = kD - kDN;  // bf16 rope dims
 constexpr int kSRow = kD + 8;  // smem row stride (16-bit elements) of Q: 1040 B, ldmatrix conflict-free
 
-// How a tile's 64 rope dims meet P in P.V (v14). 64-candidate tiles (LARGE): rope V as fp16
-// times 2^-er (er: the tile's rope exponent, one more reduction per tile), so P.V is one fp16
-// pass everywhere and warp 7 owns the rope dims; a tile row (16-bit elements) is then
+// How a tile's 64 rope dims meet P in P.V (v14). ROPE_F16 (LARGE at 32 / 64 heads): rope V as
+// fp16 times 2^-er (er: the tile's rope exponent, one more reduction per tile), so P.V is one
+// fp16 pass everywhere and warp 7 owns the rope dims; a tile row (16-bit elements) is then
 // [0, 448) nope fp16, [448, 512) rope fp16, [512, 576) rope bf16 as stored (for S), 8 pad:
-// 1168 B. 32-candidate tiles (SMALL, SMALL16: T = 1 and the DSpark drafts) keep v12's bf16 rope
-// with P as bf16 hi + lo, every warp 7 nope n-tiles + 1 rope n-tile: measured on the H200, the
-// reduction and conversion cost a single-tile CTA more (+0.1-0.3 us) than its cheaper P.V
-// saves, while LARGE gained 3% (kernels/NOTES.md, v14). Row: [0, 448) nope fp16, [448, 512)
-// rope bf16, 8 pad: 1040 B. Both strides are ldmatrix conflict-free (4 mod 32 words).
-template <int BN>
+// 1168 B. The other layouts (SMALL, SMALL16: T = 1 and the DSpark drafts; 16-head LARGE) keep
+// v12's bf16 rope with P as bf16 hi + lo, every warp 7 nope n-tiles + 1 rope n-tile: measured
+// on the H200, the reduction and conversion cost a single-tile CTA more (+0.1-0.3 us) than its
+// cheaper P.V saves, and 16-head LARGE +1-2%, while 32 / 64-head LARGE gained 2-5%
+// (kernels/NOTES.md, v14). Row: [0, 448) nope fp16, [448, 512) rope bf16, 8 pad: 1040 B.
+// Both strides are ldmatrix conflict-free (4 mod 32 words).
+template <bool F16>
 struct KvRow {
-  static constexpr bool ROPE_F16 = BN == 64;
-  static constexpr int ROW = ROPE_F16 ? kD + kDR + 8 : kD + 8;
-  static constexpr int ROPE_BF16 = ROPE_F16 ? kD : kDN;  // element offset of the bf16 rope
+  static constexpr bool ROPE_F16 = F16;
+  static constexpr int ROW = F16 ? kD + kDR + 8 : kD + 8;
+  static constexpr int ROPE_BF16 = F16 ? kD : kDN;  // element offset of the bf16 rope
 };
 constexpr int kORow = kD + 8;  // smem row stride (fp32) of the epilogue's staged output rows
 constexpr float kLog2e = 1.4426950408889634f;
@@ -121,8 +122,9 @@ struct Cfg {
   static constexpr int S_WARPS = MT * NWN;  // warps busy in the S phase
   static constexpr int PROW = BN + 8;       // smem P row stride (bf16)
   static constexpr int Q_BYTES = M * kSRow * 2;
-  static constexpr bool ROPE_F16 = KvRow<BN>::ROPE_F16;
-  static constexpr int KVROW = KvRow<BN>::ROW;
+  static constexpr bool ROPE_F16 = BN == 64 && MT >= 2;  // see KvRow
+  static constexpr int KVROW = KvRow<ROPE_F16>::ROW;
+  static constexpr int ROPE_BF16 = KvRow<ROPE_F16>::ROPE_BF16;
   static constexpr int KV_BYTES = BN * KVROW * 2;
   static constexpr int P_BYTES = M * PROW * 2;
   static constexpr int RED_BYTES = NWN * M * 4;
@@ -283,9 +285,9 @@ struct RopeExpMax {
   __device__ __forceinline__ uint32_t get() const { return max(hi >> 23, lo >> 7); }
 };
 
-template <int BN, int VEC>
+template <int BN, int VEC, bool ROPE_F16>
 struct Tile {
-  using Row = KvRow<BN>;
+  using Row = KvRow<ROPE_F16>;
   static constexpr int NCPC = kDN / VEC;               // nope chunks per candidate
   static constexpr int RCPC = (kRowBytes - kDN) / VEC;  // rope chunks per candidate
   static constexpr int NOPE = BN * NCPC;
@@ -546,7 +548,7 @@ template <int MT, int BN, int VEC>
 __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCKS : 1)
     sparse_mla_decode_kernel(const SparseMlaParams p, int num_splits, int head_blocks) {
   using C = Cfg<MT, BN>;
-  using TileT = Tile<BN, VEC>;
+  using TileT = Tile<BN, VEC, C::ROPE_F16>;
   extern __shared__ __align__(128) uint8_t smem[];
   __nv_bfloat16* sQ = reinterpret_cast<__nv_bfloat16*>(smem + C::OFF_Q);
   __nv_bfloat16* sKV = reinterpret_cast<__nv_bfloat16*>(smem + C::OFF_KV);
@@ -801,9 +803,9 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         for (int k2 = kDN / 32; k2 < kD / 32; ++k2) {  // rope: bf16
           uint32_t a0[4], a1[4], b0[2], b1[2];
           ldsm_x4(a0, qa + k2 * 32);
-          ldsm_x2(b0, kb + k2 * 32 + (KvRow<BN>::ROPE_BF16 - kDN));
+          ldsm_x2(b0, kb + k2 * 32 + (C::ROPE_BF16 - kDN));
           ldsm_x4(a1, qa + k2 * 32 + 16);
-          ldsm_x2(b1, kb + k2 * 32 + 16 + (KvRow<BN>::ROPE_BF16 - kDN));
+          ldsm_x2(b1, kb + k2 * 32 + 16 + (C::ROPE_BF16 - kDN));
           mma_bf16(sacc[0], a0, b0[0], b0[1]);
           mma_bf16(sodd, a1, b1[0], b1[1]);
         }
@@ -835,7 +837,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
 #pragma unroll
         for (int pr = 0; pr < C::NTW / 2; ++pr) {
           uint32_t b[4];
-          ldsm_x4(b, kb + pr * 16 * C::KVROW + kk * 16 + (KvRow<BN>::ROPE_BF16 - kDN));
+          ldsm_x4(b, kb + pr * 16 * C::KVROW + kk * 16 + (C::ROPE_BF16 - kDN));
           mma_bf16(sacc[2 * pr], a, b[0], b[1]);
           mma_bf16(sacc[2 * pr + 1], a, b[2], b[3]);
         }
