@@ -14,7 +14,8 @@
 //                fp16 x fp16 (Q converted once per CTA), rope part bf16
 //   online softmax in base 2 (row max / sum reduced through shared memory)
 //   O[M, 512] += P[M, BN] . V[BN, 512]      warp w owns nope dims [56w, 56w+56) (one fp16
-//                pass, P with an 11-bit significand) and rope dims [448+8w, +8) (bf16 hi + lo P)
+//                pass, P with an 11-bit significand) and rope dims [448+8w, +8) (bf16 hi + lo P);
+//                32 / 64-head LARGE (v14): rope V fp16 too, warp w owns dims [64w, 64w+64)
 // The next tile's bytes are copied (cp.async) while the current tile is computed.
 // Splits write fp32 partials (normalised O and base-2 lse) that a second kernel combines.
 #include "sparse_mla_decode.cuh"
@@ -44,8 +45,9 @@ constexpr int kSRow = kD + 8;  // smem row stride (16-bit elements) of Q: 1040 B
 // 1168 B. The other layouts (SMALL, SMALL16: T = 1 and the DSpark drafts; 16-head LARGE) keep
 // v12's bf16 rope with P as bf16 hi + lo, every warp 7 nope n-tiles + 1 rope n-tile: measured
 // on the H200, the reduction and conversion cost a single-tile CTA more (+0.1-0.3 us) than its
-// cheaper P.V saves, and 16-head LARGE +1-2%, while 32 / 64-head LARGE gained 2-5%
-// (kernels/NOTES.md, v14). Row: [0, 448) nope fp16, [448, 512) rope bf16, 8 pad: 1040 B.
+// cheaper P.V saves, while 32 / 64-head LARGE gained 2-5% (kernels/NOTES.md, v14); 16-head
+// LARGE (one m-tile: the least P traffic to save; never picked by the automatic plan) stays
+// too. Row: [0, 448) nope fp16, [448, 512) rope bf16, 8 pad: 1040 B.
 // Both strides are ldmatrix conflict-free (4 mod 32 words).
 template <bool F16>
 struct KvRow {
