@@ -960,6 +960,11 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         }
       }
     }
+    // A fragments of every m-tile for k-step ks of a P buffer
+    auto load_p = [&](uint32_t (&pa)[MT][4], const __nv_bfloat16* src, int ks) {
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) ldsm_x4(pa[mt], src + (mt * 16 + (lane & 15)) * C::PROW + ks * 16 + (lane >> 4) * 8);
+    };
     if constexpr (C::ROPE_F16) {
       const __nv_bfloat16* sPw = rope_warp ? sP16r : sP16;
 #pragma unroll
@@ -967,9 +972,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         const int i8 = lane >> 3;
         const __nv_bfloat16* vrow = sKV + (ks * 16 + (i8 & 1) * 8 + (lane & 7)) * C::KVROW + warp * 64 + (i8 >> 1) * 8;
         uint32_t pa[MT][4];
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
-          ldsm_x4(pa[mt], sPw + (mt * 16 + (lane & 15)) * C::PROW + ks * 16 + (lane >> 4) * 8);
+        load_p(pa, sPw, ks);
 #pragma unroll
         for (int np = 0; np < 4; ++np) {
           uint32_t b[4];
@@ -989,9 +992,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         const int i8 = lane >> 3;
         const __nv_bfloat16* vrow = sKV + (ks * 16 + (i8 & 1) * 8 + (lane & 7)) * C::KVROW;
         uint32_t pa[MT][4];
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
-          ldsm_x4(pa[mt], sP16 + (mt * 16 + (lane & 15)) * C::PROW + ks * 16 + (lane >> 4) * 8);
+        load_p(pa, sP16, ks);
 #pragma unroll
         for (int np = 0; np < 3; ++np) {
           uint32_t b[4];
