@@ -172,7 +172,8 @@ int main(int argc, char** argv) {
   const int head_blocks = (H + plan.heads_per_cta - 1) / plan.heads_per_cta;
   const int ctas = std::min(T * head_blocks * plan.num_splits, dsparkctl::kTlMaxCtas);
   unsigned long long m_first = ~0ull, m_last_entry = 0, m_end = 0;
-  std::vector<double> ph[12], tiles, dur;
+  constexpr int kPhases = dsparkctl::kTlSlots - 4;  // slots 4..19, then two sums kept from v13 (loads_issued, epilogue)
+  std::vector<double> ph[kPhases + 2], tiles, dur;
   int sm_share_max = 0;
   std::vector<int> per_sm(256, 0);
   for (int c = 0; c < ctas; ++c) {
@@ -182,7 +183,9 @@ int main(int argc, char** argv) {
     dur.push_back(double(tm[c][1] - tm[c][0]));
     tiles.push_back(double(tm[c][3]));
     if (tm[c][2] < 256) sm_share_max = std::max(sm_share_max, ++per_sm[tm[c][2]]);
-    for (int i = 0; i < 12; ++i) ph[i].push_back(double(tm[c][4 + i]));
+    for (int i = 0; i < kPhases; ++i) ph[i].push_back(double(tm[c][4 + i]));
+    ph[kPhases].push_back(double(tm[c][4] + tm[c][19]));                        // loads_issued (v13 meaning)
+    ph[kPhases + 1].push_back(double(tm[c][15] + tm[c][16] + tm[c][17] + tm[c][18]));  // epilogue
   }
   const int cblocks = plan.num_splits > 1 ? std::min(T * H, dsparkctl::kTlMaxCtas) : 0;
   unsigned long long c_first = ~0ull, c_wait = ~0ull, c_wait_last = 0, c_end = 0;
@@ -194,7 +197,7 @@ int main(int argc, char** argv) {
   }
   int clock_khz = 0;
   CK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
-  static const char* names[12] = {"loads_issued", "ids_published", "q_landed", "first_copy_issue", "q_to_smem", "tile_landed", "dequant", "next_copy_issue", "s", "p", "pv", "epilogue"};
+  static const char* names[kPhases + 2] = {"ids_issued", "ids_published", "q_landed", "first_copy_issue", "q_to_smem", "tile_landed", "dequant", "next_copy_issue", "s", "p", "pv", "epi_wait", "epi_stage", "epi_wait2", "epi_store", "q_loads_issued", "loads_issued", "epilogue"};
   std::printf("{\"H\": %d, \"topk\": %d, \"valid\": %d, \"extra\": %d, \"T\": %d, \"config\": %d, \"heads_per_cta\": %d, "
               "\"tile_n\": %d, \"splits\": %d, \"ctas\": %d, \"max_ctas_per_sm\": %d, \"stream_us_per_call\": %.2f, "
               "\"clock_mhz\": %.0f, \"main_span_ns\": %llu, \"main_entry_spread_ns\": %llu, \"cta_ns_median\": %.0f, \"cta_ns_max\": %.0f, "
@@ -208,7 +211,7 @@ int main(int argc, char** argv) {
                 (long long)(c_first - m_first), (long long)(c_wait - m_end), (long long)(c_wait_last - m_end),
                 (long long)(c_end - m_end));
   std::printf(", \"phase_cycles\": {");
-  for (int i = 0; i < 12; ++i)
+  for (int i = 0; i < kPhases + 2; ++i)
     std::printf("%s\"%s\": [%.0f, %.0f]", i ? ", " : "", names[i], median(ph[i]), *std::max_element(ph[i].begin(), ph[i].end()));
   std::printf("}}\n");
   return 0;

@@ -68,11 +68,13 @@ constexpr float kLn2 = 0.6931471805599453f;
 #ifdef DSPARKCTL_TIMELINE
 constexpr int kTlSmemBytes = 128;
 constexpr int kTlMaxCtas = 1 << 14;
-constexpr int kTlSlots = 16;
-// [cta][slot]: 0 globaltimer at entry, 1 at exit, 2 SM id, 3 tiles; cycles of: 4 Q and id loads
-// issued, 5 the first ids published (waits for the lengths and ids), 6 the first barrier (Q
-// landed), 7 the first tile's copy issued, 8 Q in shared memory, 9..14 per-tile phases summed
-// (tile landed, dequantized, next copy issued + barrier, S, P, P.V), 15 the epilogue.
+constexpr int kTlSlots = 20;
+// [cta][slot]: 0 globaltimer at entry, 1 at exit, 2 SM id, 3 tiles; cycles of: 19 entry to the
+// Q loads issued, 4 the id loads issued, 5 the first ids published (waits for the lengths and
+// ids), 6 the first barrier (Q landed), 7 the first tile's copy issued, 8 Q in shared memory,
+// 9..14 per-tile phases summed (tile landed, dequantized, next copy issued + barrier, S, P, P.V),
+// 15..18 the epilogue: the barrier after the last P.V, row scaling + staging in shared memory,
+// the second barrier, the global stores.
 __device__ unsigned long long g_tl_main[kTlMaxCtas][kTlSlots];
 // [combine block]: 0 globaltimer at entry, 1 after griddepcontrol.wait, 2 at exit.
 __device__ unsigned long long g_tl_combine[kTlMaxCtas][4];
@@ -86,10 +88,10 @@ __device__ __forceinline__ unsigned long long tl_globaltimer() {
   unsigned long long* tl_acc = reinterpret_cast<unsigned long long*>(smem_tl); \
   const int tl_cta = blockIdx.y * gridDim.x + blockIdx.x;                       \
   if (threadIdx.x == 0) {                                                      \
-    for (int i = 0; i < 12; ++i) tl_acc[i] = 0;                                 \
+    for (int i = 0; i < kTlSlots - 4; ++i) tl_acc[i] = 0;                       \
     if (tl_cta < kTlMaxCtas) g_tl_main[tl_cta][0] = tl_globaltimer();         \
   }
-// Cycles since the previous mark, added to phase slot `slot` (4..15).
+// Cycles since the previous mark, added to phase slot `slot` (4..19).
 #define DSPARKCTL_TL_MARK(slot)                                   \
   do {                                                            \
     const unsigned long long tl_now = clock64();                  \
@@ -100,7 +102,7 @@ __device__ __forceinline__ unsigned long long tl_globaltimer() {
   if (threadIdx.x == 0 && tl_cta < kTlMaxCtas) {                                         \
     unsigned smid;                                                                       \
     asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));                                   \
-    for (int i = 0; i < 12; ++i) g_tl_main[tl_cta][4 + i] = tl_acc[i];                   \
+    for (int i = 0; i < kTlSlots - 4; ++i) g_tl_main[tl_cta][4 + i] = tl_acc[i];         \
     g_tl_main[tl_cta][2] = smid;                                                         \
     g_tl_main[tl_cta][3] = (tiles);                                                      \
     g_tl_main[tl_cta][1] = tl_globaltimer();                                             \
@@ -604,6 +606,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     qv[i] = make_uint4(0, 0, 0, 0);
     if (h0 + q_r0 + i * kQRowsPerPass < p.H) qv[i] = __ldg(qp + i * q_step);
   }
+  DSPARKCTL_TL_MARK(19);
   // Speculative raw ids of full tiles sb and sb+1 (bounded by topk: always inside the tensor).
   int32_t spec[2] = {-1, -1};
   if (tid < BN) {
@@ -1028,6 +1031,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   const Pow2Pair v_exp(C::ROPE_F16 && warp == kWarps - 1 ? er_run : e_run);
   float* sOut = reinterpret_cast<float*>(smem + C::OFF_Q);  // [M][kORow] fp32
   __syncthreads();  // every warp's last P.V is done with sQ / sKV
+  DSPARKCTL_TL_MARK(15);
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
@@ -1058,7 +1062,9 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       }
     }
   }
+  DSPARKCTL_TL_MARK(16);
   __syncthreads();
+  DSPARKCTL_TL_MARK(17);
   if (num_splits == 1) {
     // bf16 rows of 1 KB: 64 threads per row, 8 dims each
     const int c8 = tid % 64;
@@ -1082,7 +1088,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
           *reinterpret_cast<const float4*>(sOut + r * kORow + c4 * 4);
     }
   }
-  DSPARKCTL_TL_MARK(15);
+  DSPARKCTL_TL_MARK(18);
   DSPARKCTL_TL_END(tile_end - tile_begin)
 }
 
