@@ -1065,47 +1065,27 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   DSPARKCTL_TL_MARK(16);
   __syncthreads();
   DSPARKCTL_TL_MARK(17);
-  // Rows in groups of G passes: the group's shared-memory loads first (unconditional: every
-  // staged row is inside the buffer), then its stores for the rows that exist. v14 stored row
-  // by row in a rolled loop (`break` at H), one shared-memory round trip per pass.
   if (num_splits == 1) {
     // bf16 rows of 1 KB: 64 threads per row, 8 dims each
-    constexpr int RP = kThreads / 64, NP = C::M / RP, G = NP < 4 ? NP : 4;
     const int c8 = tid % 64;
 #pragma unroll
-    for (int p0 = 0; p0 < NP; p0 += G) {
-      float4 x[G], y[G];
-#pragma unroll
-      for (int g = 0; g < G; ++g) {
-        const float* src = sOut + ((p0 + g) * RP + tid / 64) * kORow + c8 * 8;
-        x[g] = *reinterpret_cast<const float4*>(src);
-        y[g] = *reinterpret_cast<const float4*>(src + 4);
-      }
-#pragma unroll
-      for (int g = 0; g < G; ++g) {
-        const int h = h0 + (p0 + g) * RP + tid / 64;
-        if (h < p.H)
-          *reinterpret_cast<uint4*>(reinterpret_cast<__nv_bfloat16*>(p.out) + (int64_t(t) * p.H + h) * kD + c8 * 8) =
-              make_uint4(pack_bf16(x[g].x, x[g].y), pack_bf16(x[g].z, x[g].w), pack_bf16(y[g].x, y[g].y),
-                         pack_bf16(y[g].z, y[g].w));
-      }
+    for (int r = tid / 64; r < C::M; r += kThreads / 64) {
+      const int h = h0 + r;
+      if (h >= p.H) break;
+      const float4 x = *reinterpret_cast<const float4*>(sOut + r * kORow + c8 * 8);
+      const float4 y = *reinterpret_cast<const float4*>(sOut + r * kORow + c8 * 8 + 4);
+      *reinterpret_cast<uint4*>(reinterpret_cast<__nv_bfloat16*>(p.out) + (int64_t(t) * p.H + h) * kD + c8 * 8) =
+          make_uint4(pack_bf16(x.x, x.y), pack_bf16(x.z, x.w), pack_bf16(y.x, y.y), pack_bf16(y.z, y.w));
     }
   } else {
     // fp32 partial rows of 2 KB: 128 threads per row, 4 dims each
-    constexpr int RP = kThreads / 128, NP = C::M / RP, G = NP < 8 ? NP : 8;
     const int c4 = tid % 128;
 #pragma unroll
-    for (int p0 = 0; p0 < NP; p0 += G) {
-      float4 x[G];
-#pragma unroll
-      for (int g = 0; g < G; ++g)
-        x[g] = *reinterpret_cast<const float4*>(sOut + ((p0 + g) * RP + tid / 128) * kORow + c4 * 4);
-#pragma unroll
-      for (int g = 0; g < G; ++g) {
-        const int h = h0 + (p0 + g) * RP + tid / 128;
-        if (h < p.H)
-          *reinterpret_cast<float4*>(p.ws_out + ((int64_t(t) * p.H + h) * num_splits + split) * kD + c4 * 4) = x[g];
-      }
+    for (int r = tid / 128; r < C::M; r += kThreads / 128) {
+      const int h = h0 + r;
+      if (h >= p.H) break;
+      *reinterpret_cast<float4*>(p.ws_out + ((int64_t(t) * p.H + h) * num_splits + split) * kD + c4 * 4) =
+          *reinterpret_cast<const float4*>(sOut + r * kORow + c4 * 4);
     }
   }
   DSPARKCTL_TL_MARK(18);
