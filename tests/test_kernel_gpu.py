@@ -195,6 +195,40 @@ def test_dspark_valid_length() -> None:
     _check(args, out, lse)
 
 
+@pytest.mark.parametrize("heads", [32, 64])
+@pytest.mark.parametrize(
+    "config", [ops.CONFIG_LARGE_SMEM, ops.CONFIG_SMALL_SMEM], ids=["large", "small"]
+)
+def test_rope_magnitudes_across_tiles(heads: int, config: int) -> None:
+    """v14 stores a LARGE tile's rope V as fp16 times its own power of two (the tile's largest
+    rope exponent) and rescales the rope accumulators when a later tile's is larger. Rope rows
+    here differ by up to 2^12 from token to token and the first tile of row 0 is all-zero rope
+    (the exponent's floor), so the running exponent rises and falls across tiles; a NaN in the
+    rope of a referenced row must make that token's whole output NaN, as in the reference."""
+    gen = torch.Generator(device="cuda").manual_seed(1400 + heads + config)
+    n_tok, t, topk = 700, 3, 320
+    kv = torch.randn(n_tok, 512, generator=gen, device="cuda")
+    kv[:, 448:] *= torch.exp2(torch.randint(-6, 7, (n_tok, 1), generator=gen, device="cuda").float())
+    kv[:64, 448:] = 0.0  # slots 0..63: zero rope
+    kv[650, 448 + 5] = float("nan")
+    cache = layout.quantize_kv(kv, 64)
+    layout.fill_unused_slots(cache, n_tok)
+    idx = torch.randint(64, 640, (t, topk), generator=gen, device="cuda", dtype=torch.int32)
+    idx[0, :64] = torch.arange(64, device="cuda", dtype=torch.int32)  # row 0, first LARGE tile: zero rope
+    idx[2, 100] = 650  # row 2 references the NaN row
+    args = {
+        "q": torch.randn(t, heads, 512, generator=gen, device="cuda").to(torch.bfloat16),
+        "kv_cache": cache,
+        "indices": idx,
+        "topk_length": torch.tensor([topk, topk - 37, topk], device="cuda", dtype=torch.int32),
+    }
+    out, lse = ops.sparse_mla_decode_cfg(config=config, num_splits=1, **args)
+    _check(args, out, lse)
+    assert bool(torch.isnan(out[2]).all()) and not torch.isnan(out[:2]).any()
+    out2, lse2 = ops.sparse_mla_decode_cfg(config=config, num_splits=3, **args)
+    _check(args, out2, lse2)
+
+
 @pytest.mark.parametrize("t", [5, 10, 25, 50])
 @pytest.mark.parametrize("extra", [None, (512, 64)])
 def test_dspark_bench_shapes_automatic_plan(t: int, extra: tuple[int, int] | None) -> None:
