@@ -14,8 +14,7 @@
 //                fp16 x fp16 (Q converted once per CTA), rope part bf16
 //   online softmax in base 2 (row max / sum reduced through shared memory)
 //   O[M, 512] += P[M, BN] . V[BN, 512]      warp w owns nope dims [56w, 56w+56) (one fp16
-//                pass, P with an 11-bit significand) and rope dims [448+8w, +8) (bf16 hi + lo P);
-//                32 / 64-head LARGE (v14): rope V fp16 too, warp w owns dims [64w, 64w+64)
+//                pass, P with an 11-bit significand) and rope dims [448+8w, +8) (bf16 hi + lo P)
 // The next tile's bytes are copied (cp.async) while the current tile is computed.
 // Splits write fp32 partials (normalised O and base-2 lse) that a second kernel combines.
 #include "sparse_mla_decode.cuh"
@@ -35,26 +34,7 @@ constexpr int kDN = 448;        // FP8 nope dims
 constexpr int kRowBytes = 576;  // data bytes per token
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
-constexpr int kDR = kD - kDN;  // bf16 rope dims
-constexpr int kSRow = kD + 8;  // smem row stride (16-bit elements) of Q: 1040 B, ldmatrix conflict-free
-
-// How a tile's 64 rope dims meet P in P.V (v14). ROPE_F16 (LARGE at 32 / 64 heads): rope V as
-// fp16 times 2^-er (er: the tile's rope exponent, one more reduction per tile), so P.V is one
-// fp16 pass everywhere and warp 7 owns the rope dims; a tile row (16-bit elements) is then
-// [0, 448) nope fp16, [448, 512) rope fp16, [512, 576) rope bf16 as stored (for S), 8 pad:
-// 1168 B. The other layouts (SMALL, SMALL16: T = 1 and the DSpark drafts; 16-head LARGE) keep
-// v12's bf16 rope with P as bf16 hi + lo, every warp 7 nope n-tiles + 1 rope n-tile: measured
-// on the H200, the reduction and conversion cost a single-tile CTA more (+0.1-0.3 us) than its
-// cheaper P.V saves, while 32 / 64-head LARGE gained 2-5% (kernels/NOTES.md, v14); 16-head
-// LARGE (one m-tile: the least P traffic to save; never picked by the automatic plan) stays
-// too. Row: [0, 448) nope fp16, [448, 512) rope bf16, 8 pad: 1040 B.
-// Both strides are ldmatrix conflict-free (4 mod 32 words).
-template <bool F16>
-struct KvRow {
-  static constexpr bool ROPE_F16 = F16;
-  static constexpr int ROW = F16 ? kD + kDR + 8 : kD + 8;
-  static constexpr int ROPE_BF16 = F16 ? kD : kDN;  // element offset of the bf16 rope
-};
+constexpr int kSRow = kD + 8;  // smem row stride (bf16) of Q and KV: 1040 B, ldmatrix conflict-free
 constexpr int kORow = kD + 8;  // smem row stride (fp32) of the epilogue's staged output rows
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
@@ -126,28 +106,23 @@ struct Cfg {
   static constexpr int S_WARPS = MT * NWN;  // warps busy in the S phase
   static constexpr int PROW = BN + 8;       // smem P row stride (bf16)
   static constexpr int Q_BYTES = M * kSRow * 2;
-  static constexpr bool ROPE_F16 = BN == 64 && MT >= 2;  // see KvRow
-  static constexpr int KVROW = KvRow<ROPE_F16>::ROW;
-  static constexpr int ROPE_BF16 = KvRow<ROPE_F16>::ROPE_BF16;
-  static constexpr int KV_BYTES = BN * KVROW * 2;
+  static constexpr int KV_BYTES = BN * kSRow * 2;
   static constexpr int P_BYTES = M * PROW * 2;
   static constexpr int RED_BYTES = NWN * M * 4;
   static constexpr int OFF_Q = 0;
   static constexpr int OFF_KV = OFF_Q + Q_BYTES;
-  static constexpr int OFF_P = OFF_KV + KV_BYTES;  // fp16 P, scaled to the tile's nope V exponent
-  static constexpr int OFF_PR = OFF_P + P_BYTES;   // fp16 P for the rope V (ROPE_F16), else bf16 P hi
-  static constexpr int OFF_PLO = OFF_PR + P_BYTES;  // bf16 P lo (!ROPE_F16)
-  static constexpr int OFF_RMAX = OFF_PLO + (ROPE_F16 ? 0 : P_BYTES);
+  static constexpr int OFF_P = OFF_KV + KV_BYTES;
+  static constexpr int OFF_PLO = OFF_P + P_BYTES;
+  static constexpr int OFF_P16 = OFF_PLO + P_BYTES;  // fp16 P, scaled to the tile's V exponent
+  static constexpr int OFF_RMAX = OFF_P16 + P_BYTES;
   static constexpr int OFF_RSUM = OFF_RMAX + RED_BYTES;
   static constexpr int OFF_IDX = OFF_RSUM + RED_BYTES;
   static constexpr int OFF_RAW = OFF_IDX + 2 * BN * 16;         // raw tile bytes [BN][576]
   static constexpr int OFF_SCALE = OFF_RAW + BN * kRowBytes;    // [2][BN][8] scale slots
   static constexpr int OFF_QMAX = OFF_SCALE + 2 * BN * 8;     // [M][2] |q| nope max bits, per half row
-  static constexpr int OFF_ROPEMAX = OFF_QMAX + M * 2 * 4;  // [8 warps] RopeExpMax of the tile (ROPE_F16)
-  static constexpr int OFF_TL = OFF_ROPEMAX + kWarps * 4;  // phase cycle sums (timeline builds only)
+  static constexpr int OFF_TL = OFF_QMAX + M * 2 * 4;  // phase cycle sums (timeline builds only)
   static constexpr int SMEM = OFF_TL + kTlSmemBytes;
   static_assert(S_WARPS <= kWarps, "S phase needs at most 8 warps");
-  static_assert(!ROPE_F16 || S_WARPS == kWarps, "the rope conversion runs in every warp before S");
   static_assert(M * kORow * 4 <= OFF_P, "the epilogue stages M fp32 rows in the Q and KV regions");
   static_assert(NTW == 1 || NTW % 2 == 0, "n-tiles per warp: 1 or even");
   static_assert(BN % 16 == 0, "BN multiple of 16");
@@ -275,23 +250,8 @@ __device__ __forceinline__ int tid_fresh() {
   return t;
 }
 
-// The largest (exponent field + 1) of bf16 values, 0 for inf / NaN (not magnitudes): the
-// tile's rope V exponent (ROPE_F16) is reduced from it (rope_exponent). Per 32-bit word, both
-// halves at once: (field + 1) & 0xff moves 255 to 0, and 0x7f80 + 0x80 = 0x8000 does not carry
-// into the other half.
-struct RopeExpMax {
-  uint32_t hi = 0, lo = 0;
-  __device__ __forceinline__ void add(uint32_t w) {
-    const uint32_t x = ((w & 0x7f807f80u) + 0x00800080u) & 0x7f807f80u;
-    hi = max(hi, x & 0x7f800000u);
-    lo = max(lo, x & 0x7f80u);
-  }
-  __device__ __forceinline__ uint32_t get() const { return max(hi >> 23, lo >> 7); }
-};
-
-template <int BN, int VEC, bool ROPE_F16>
+template <int BN, int VEC>
 struct Tile {
-  using Row = KvRow<ROPE_F16>;
   static constexpr int NCPC = kDN / VEC;               // nope chunks per candidate
   static constexpr int RCPC = (kRowBytes - kDN) / VEC;  // rope chunks per candidate
   static constexpr int NOPE = BN * NCPC;
@@ -377,7 +337,7 @@ struct Tile {
           o[2 * i] = fp8x2_to_f16x2(w[i] & 0xffffu, mult);
           o[2 * i + 1] = fp8x2_to_f16x2(w[i] >> 16, mult);
         }
-        uint4* dst = reinterpret_cast<uint4*>(sKV + cand * Row::ROW + ch * VEC);
+        uint4* dst = reinterpret_cast<uint4*>(sKV + cand * kSRow + ch * VEC);
         if constexpr (VEC == 16) {
           // Odd lanes write their second half first, so each store instruction of a warp
           // covers consecutive 16-byte words (no 2-way bank conflict from the 32-byte stride).
@@ -393,12 +353,9 @@ struct Tile {
     }
   }
 
-  // Returns the largest exponent field + 1 of this thread's rope values, 0 for inf / NaN
-  // (not magnitudes): the tile's rope V exponent is reduced from it (rope_exponent).
-  // Returns (ROPE_F16) this thread's RopeExpMax over its rope values.
   template <int G>
-  static __device__ __forceinline__ uint32_t store(const uint8_t* sRaw, const uint8_t* sScale, __nv_bfloat16* sKV,
-                                                   uint32_t maxb) {
+  static __device__ __forceinline__ void store(const uint8_t* sRaw, const uint8_t* sScale, __nv_bfloat16* sKV,
+                                               uint32_t maxb) {
     const int tid = tid_fresh();
     Vec rr[NPT_R];
 #pragma unroll
@@ -406,56 +363,18 @@ struct Tile {
       const int r = tid + j * kThreads;
       if (ROPE % kThreads == 0 || r < ROPE) rr[j] = *reinterpret_cast<const Vec*>(sRaw + (NOPE + r) * VEC);
     }
-    RopeExpMax re;
 #pragma unroll
     for (int j = 0; j < NPT_R; ++j) {
       const int r = tid + j * kThreads;
       if (ROPE % kThreads == 0 || r < ROPE) {
         const int cand = r / RCPC;
-        *reinterpret_cast<Vec*>(sKV + cand * Row::ROW + Row::ROPE_BF16 + (r - cand * RCPC) * (VEC / 2)) = rr[j];
-        if constexpr (Row::ROPE_F16) {
-          const uint32_t* w = reinterpret_cast<const uint32_t*>(&rr[j]);
-#pragma unroll
-          for (int i = 0; i < VEC / 4; ++i) re.add(w[i]);
-        }
+        *reinterpret_cast<Vec*>(sKV + cand * kSRow + kDN + (r - cand * RCPC) * (VEC / 2)) = rr[j];
       }
     }
 #pragma unroll
     for (int j0 = 0; j0 < NPT_N; j0 += G) store_nope<G>(sRaw, sScale, sKV, tid, maxb, j0);
-    return re.get();
-  }
-
-  // (ROPE_F16) This thread's rope chunks (the bf16 copy it stored) times 2^-er as fp16, for
-  // P.V: exact for every value within 2^28 of the tile's largest (bf16's 8 significant bits
-  // fit fp16's 11).
-  static __device__ __forceinline__ void rope_f16(__nv_bfloat16* sKV, float fac) {
-    const int tid = tid_fresh();
-#pragma unroll
-    for (int j = 0; j < NPT_R; ++j) {
-      const int r = tid + j * kThreads;
-      if (ROPE % kThreads == 0 || r < ROPE) {
-        const int cand = r / RCPC;
-        __nv_bfloat16* row = sKV + cand * Row::ROW + (r - cand * RCPC) * (VEC / 2);
-        Vec v = *reinterpret_cast<const Vec*>(row + Row::ROPE_BF16);
-        uint32_t* w = reinterpret_cast<uint32_t*>(&v);
-#pragma unroll
-        for (int i = 0; i < VEC / 4; ++i) w[i] = pack_f16(bf16_lo(w[i]) * fac, bf16_hi(w[i]) * fac);
-        *reinterpret_cast<Vec*>(row + kDN) = v;
-      }
-    }
   }
 };
-
-// The tile's rope V exponent er (ROPE_F16): its rope values are stored as fp16 v * 2^-er, the
-// largest in [2^14, 2^15). From the warps' RopeExpMax; at least -127 so that 2^-er is one fp32
-// normal; a tile of zeros / inf / NaN gets -127.
-__device__ __forceinline__ int rope_exponent(const uint32_t* sRopeMax) {
-  uint32_t m = 0;
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) m = max(m, sRopeMax[w]);
-  const int e = int(m) - 1 - 141;
-  return e < -127 ? -127 : e;
-}
 
 // The tile's largest nope scale byte (its V exponent + 127), by every warp for itself (no
 // barrier): byte 7 of a scale slot is padding, 255 (NaN) is not a magnitude. Invalid
@@ -552,21 +471,19 @@ template <int MT, int BN, int VEC>
 __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCKS : 1)
     sparse_mla_decode_kernel(const SparseMlaParams p, int num_splits, int head_blocks) {
   using C = Cfg<MT, BN>;
-  using TileT = Tile<BN, VEC, C::ROPE_F16>;
+  using TileT = Tile<BN, VEC>;
   extern __shared__ __align__(128) uint8_t smem[];
   __nv_bfloat16* sQ = reinterpret_cast<__nv_bfloat16*>(smem + C::OFF_Q);
   __nv_bfloat16* sKV = reinterpret_cast<__nv_bfloat16*>(smem + C::OFF_KV);
-  __nv_bfloat16* sP16 = reinterpret_cast<__nv_bfloat16*>(smem + C::OFF_P);    // fp16 bits, nope P.V
-  __nv_bfloat16* sP16r = reinterpret_cast<__nv_bfloat16*>(smem + C::OFF_PR);  // fp16 bits, rope P.V (ROPE_F16)
-  __nv_bfloat16* sP = sP16r;                                                   // bf16 P hi (!ROPE_F16)
-  __nv_bfloat16* sPlo = reinterpret_cast<__nv_bfloat16*>(smem + C::OFF_PLO);  // bf16 P lo (!ROPE_F16)
+  __nv_bfloat16* sP = reinterpret_cast<__nv_bfloat16*>(smem + C::OFF_P);
+  __nv_bfloat16* sPlo = reinterpret_cast<__nv_bfloat16*>(smem + C::OFF_PLO);
   float* sRmax = reinterpret_cast<float*>(smem + C::OFF_RMAX);
   float* sRsum = reinterpret_cast<float*>(smem + C::OFF_RSUM);
   int64_t* sOff = reinterpret_cast<int64_t*>(smem + C::OFF_IDX);  // [2 parity][2][BN] (Tile::prefetch)
   uint8_t* sRaw = smem + C::OFF_RAW;
   uint8_t* sScale = smem + C::OFF_SCALE;  // [2][BN * 8], by tile parity
+  __nv_bfloat16* sP16 = reinterpret_cast<__nv_bfloat16*>(smem + C::OFF_P16);  // fp16 bits
   uint32_t* sQmax = reinterpret_cast<uint32_t*>(smem + C::OFF_QMAX);
-  uint32_t* sRopeMax = reinterpret_cast<uint32_t*>(smem + C::OFF_ROPEMAX);
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // Let the split combine (launched with programmatic stream serialization) be scheduled
@@ -730,10 +647,8 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     }
     *reinterpret_cast<uint4*>(sQ + r * kSRow + (tid % (kD / 8)) * 8) = v;
   }
-  // Exponents of the accumulators (none yet): the nope ones hold O / 2^e_run; with ROPE_F16
-  // warps 0..6 hold nope dims and warp 7 the rope dims as O / 2^er_run, else every warp holds
-  // 7 nope n-tiles and one rope n-tile (true scale).
-  int e_run = -(1 << 20), er_run = -(1 << 20);
+  // Exponent of the nope accumulators (o[.][0..6] hold O / 2^e_run); none yet.
+  int e_run = -(1 << 20);
   DSPARKCTL_TL_MARK(8);
 
   for (int it = tile_begin; it < tile_end; ++it) {
@@ -744,13 +659,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     const uint32_t maxb = tile_max_scale<BN>(sScale + (it & 1) * BN * 8, lane);
     const int e_tile = int(maxb) - 127;
     const int e_new = e_run > e_tile ? e_run : e_tile;
-    {
-      const uint32_t re = TileT::template store<C::DEQ_GROUP>(sRaw, sScale + (it & 1) * BN * 8, sKV, maxb);
-      if constexpr (C::ROPE_F16) {
-        const uint32_t rw = __reduce_max_sync(0xffffffffu, re);
-        if (lane == 0) sRopeMax[warp] = rw;
-      }
-    }
+    TileT::template store<C::DEQ_GROUP>(sRaw, sScale + (it & 1) * BN * 8, sKV, maxb);
     DSPARKCTL_TL_MARK(10);
     if (it + 1 < tile_end) {
       const SparseMlaCache* c; int pos0, len;
@@ -766,11 +675,6 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     }
     const int64_t* sValid = sOff + (it & 1) * 2 * BN;  // this tile's row offsets (-1 = invalid)
     __syncthreads();
-    // (ROPE_F16) The rope V exponent of this tile, and the rope tile as fp16 for P.V (visible
-    // to it after the barriers below; S reads the bf16 copy).
-    const int er_tile = C::ROPE_F16 ? rope_exponent(sRopeMax) : 0;
-    const int er_new = er_run > er_tile ? er_run : er_tile;
-    if constexpr (C::ROPE_F16) TileT::rope_f16(sKV, pow2i(-er_tile));
     DSPARKCTL_TL_MARK(11);
 
     // ---- S = Q K^T for a 16 x (8*NTW) slice
@@ -788,7 +692,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         // One n-tile per warp: two accumulators over even / odd k-steps, so consecutive
         // mma.sync do not wait on each other (a single chain exposes the full mma latency).
         float sodd[4] = {0.f, 0.f, 0.f, 0.f};
-        const __nv_bfloat16* kb = sKV + (cn + (lane & 7)) * C::KVROW + ((lane >> 3) & 1) * 8;
+        const __nv_bfloat16* kb = sKV + (cn + (lane & 7)) * kSRow + ((lane >> 3) & 1) * 8;
 #pragma unroll 7
         for (int k2 = 0; k2 < kDN / 32; ++k2) {  // nope: fp16 Q x fp16 K tile
           uint32_t a0[4], a1[4], b0[2], b1[2];
@@ -808,9 +712,9 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         for (int k2 = kDN / 32; k2 < kD / 32; ++k2) {  // rope: bf16
           uint32_t a0[4], a1[4], b0[2], b1[2];
           ldsm_x4(a0, qa + k2 * 32);
-          ldsm_x2(b0, kb + k2 * 32 + (C::ROPE_BF16 - kDN));
+          ldsm_x2(b0, kb + k2 * 32);
           ldsm_x4(a1, qa + k2 * 32 + 16);
-          ldsm_x2(b1, kb + k2 * 32 + 16 + (C::ROPE_BF16 - kDN));
+          ldsm_x2(b1, kb + k2 * 32 + 16);
           mma_bf16(sacc[0], a0, b0[0], b0[1]);
           mma_bf16(sodd, a1, b1[0], b1[1]);
         }
@@ -818,7 +722,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         for (int c = 0; c < 4; ++c) sacc[0][c] += sodd[c];
       } else {
       const int i8 = lane >> 3;
-      const __nv_bfloat16* kb = sKV + (cn + (i8 >> 1) * 8 + (lane & 7)) * C::KVROW + (i8 & 1) * 8;
+      const __nv_bfloat16* kb = sKV + (cn + (i8 >> 1) * 8 + (lane & 7)) * kSRow + (i8 & 1) * 8;
 #pragma unroll 4
       for (int kk = 0; kk < kDN / 16; ++kk) {  // nope: fp16 Q x fp16 K tile
         uint32_t a[4];
@@ -826,7 +730,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
 #pragma unroll
         for (int pr = 0; pr < C::NTW / 2; ++pr) {
           uint32_t b[4];
-          ldsm_x4(b, kb + pr * 16 * C::KVROW + kk * 16);
+          ldsm_x4(b, kb + pr * 16 * kSRow + kk * 16);
           mma_f16(sacc[2 * pr], a, b[0], b[1]);
           mma_f16(sacc[2 * pr + 1], a, b[2], b[3]);
         }
@@ -842,7 +746,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
 #pragma unroll
         for (int pr = 0; pr < C::NTW / 2; ++pr) {
           uint32_t b[4];
-          ldsm_x4(b, kb + pr * 16 * C::KVROW + kk * 16 + (C::ROPE_BF16 - kDN));
+          ldsm_x4(b, kb + pr * 16 * kSRow + kk * 16);
           mma_bf16(sacc[2 * pr], a, b[0], b[1]);
           mma_bf16(sacc[2 * pr + 1], a, b[2], b[3]);
         }
@@ -876,8 +780,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     // ---- P = exp2(S - m_new) in bf16 to smem, row sums of the rounded P
     if (s_active) {
       float m_use[2], rsum[2] = {0.f, 0.f};
-      const float f16_shift = pow2i(e_tile - e_new);    // P for the nope P.V in the accumulators' units
-      const float f16r_shift = pow2i(er_tile - er_new);  // and for the rope P.V
+      const float f16_shift = pow2i(e_tile - e_new);  // P for the nope P.V in the accumulators' units
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
         const int row = rm + (lane >> 2) + 8 * i;
@@ -892,21 +795,18 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         const int col = cn + n * 8 + (lane & 3) * 2;
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
-          // P as fp16 times 2^(tile V exponent - accumulator exponent) for the nope dims (11
-          // significant bits: 8x less rounding than the bf16 P that missed FlashMLA's tolerance
-          // in v1), and for the rope dims the same way (ROPE_F16) or as bf16 hi + lo (~16 bits).
+          // P three ways: fp16 times 2^(tile V exponent - accumulator exponent) for the nope
+          // dims (11 significant bits: 8x less rounding than the bf16 P that missed FlashMLA's
+          // tolerance in v1), and hi + lo bf16 (~16 bits) for the bf16 rope dims.
           const float p0 = fast_exp2(sacc[n][2 * i] - m_use[i]);
           const float p1 = fast_exp2(sacc[n][2 * i + 1] - m_use[i]);
           rsum[i] += p0 + p1;
+          const uint32_t hi = pack_bf16(p0, p1);
+          const uint32_t lo = pack_bf16(p0 - bf16_lo(hi), p1 - bf16_hi(hi));
           const int row = rm + (lane >> 2) + 8 * i;
+          *reinterpret_cast<uint32_t*>(sP + row * C::PROW + col) = hi;
+          *reinterpret_cast<uint32_t*>(sPlo + row * C::PROW + col) = lo;
           *reinterpret_cast<uint32_t*>(sP16 + row * C::PROW + col) = pack_f16(p0 * f16_shift, p1 * f16_shift);
-          if constexpr (C::ROPE_F16) {
-            *reinterpret_cast<uint32_t*>(sP16r + row * C::PROW + col) = pack_f16(p0 * f16r_shift, p1 * f16r_shift);
-          } else {
-            const uint32_t hi = pack_bf16(p0, p1);
-            *reinterpret_cast<uint32_t*>(sP + row * C::PROW + col) = hi;
-            *reinterpret_cast<uint32_t*>(sPlo + row * C::PROW + col) = pack_bf16(p0 - bf16_lo(hi), p1 - bf16_hi(hi));
-          }
         }
       }
 #pragma unroll
@@ -928,17 +828,9 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     __syncthreads();
     DSPARKCTL_TL_MARK(13);
 
-    // ---- rescale O, update l, O += P V over this warp's 64 output dims
-    // ROPE_F16: warps 0..6 own nope dims [64w, 64w + 64), warp 7 the rope dims [448, 512): each
-    // runs one fp16 pass of 8 n-tiles per k-step, P (11-bit significand, scaled to the tile's V
-    // exponent of its part) times the fp16 tile (exact values times powers of two). Else (v12)
-    // warp w owns nope dims [56w, 56w + 56) (one fp16 pass) and rope dims [448 + 8w, +8)
-    // (bf16 V, P as hi + lo: two passes): 9 passes and three P reads per k-step instead of 8
-    // and one.
-    const bool rope_warp = C::ROPE_F16 && warp == kWarps - 1;
-    const float v_shift = pow2i(rope_warp ? er_run - er_new : e_run - e_new);  // accumulators to the new V exponent
+    // ---- rescale O, update l, O += P V over this warp's 56 nope + 8 rope output dims
+    const float v_shift = pow2i(e_run - e_new);  // nope accumulators to the new V exponent
     e_run = e_new;
-    er_run = er_new;
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
@@ -954,81 +846,64 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         const float alpha = mx == -INFINITY ? 1.f : fast_exp2(m_run[mt][i] - mx);
         m_run[mt][i] = mx;
         l_run[mt][i] = l_run[mt][i] * alpha + rs;
-        const float alpha_v = alpha * v_shift;
+        const float alpha_nope = alpha * v_shift;
 #pragma unroll
-        for (int n = 0; n < 8; ++n) {
-          const float a = (C::ROPE_F16 || n < 7) ? alpha_v : alpha;  // v12's rope n-tile: true scale
-          o[mt][n][2 * i] *= a;
-          o[mt][n][2 * i + 1] *= a;
+        for (int n = 0; n < 7; ++n) {
+          o[mt][n][2 * i] *= alpha_nope;
+          o[mt][n][2 * i + 1] *= alpha_nope;
         }
+        o[mt][7][2 * i] *= alpha;
+        o[mt][7][2 * i + 1] *= alpha;
       }
     }
-    // A fragments of every m-tile for k-step ks of a P buffer
-    auto load_p = [&](uint32_t (&pa)[MT][4], const __nv_bfloat16* src, int ks) {
+    // Nope dims: one fp16 pass, P (11-bit significand, scaled to the tile's V exponent) times
+    // the fp16 tile (exact e4m3 values times powers of two). Rope dims (bf16 V): P as bf16 hi
+    // + lo, two passes, as every dim was before v12. Each warp takes 7 nope n-tiles and one
+    // rope n-tile, so every warp runs 9 n-tile passes per k-step (v11: 16).
+    const int dn0 = warp * 56;
+    const int dr0 = kDN + warp * 8;
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt) ldsm_x4(pa[mt], src + (mt * 16 + (lane & 15)) * C::PROW + ks * 16 + (lane >> 4) * 8);
-    };
-    if constexpr (C::ROPE_F16) {
-      const __nv_bfloat16* sPw = rope_warp ? sP16r : sP16;
+    for (int ks = 0; ks < BN / 16; ++ks) {
+      const int i8 = lane >> 3;
+      const __nv_bfloat16* vrow = sKV + (ks * 16 + (i8 & 1) * 8 + (lane & 7)) * kSRow;
+      uint32_t pa[MT][4];
 #pragma unroll
-      for (int ks = 0; ks < BN / 16; ++ks) {
-        const int i8 = lane >> 3;
-        const __nv_bfloat16* vrow = sKV + (ks * 16 + (i8 & 1) * 8 + (lane & 7)) * C::KVROW + warp * 64 + (i8 >> 1) * 8;
-        uint32_t pa[MT][4];
-        load_p(pa, sPw, ks);
+      for (int mt = 0; mt < MT; ++mt)
+        ldsm_x4(pa[mt], sP16 + (mt * 16 + (lane & 15)) * C::PROW + ks * 16 + (lane >> 4) * 8);
 #pragma unroll
-        for (int np = 0; np < 4; ++np) {
-          uint32_t b[4];
-          ldsm_x4_t(b, vrow + np * 16);
-#pragma unroll
-          for (int mt = 0; mt < MT; ++mt) {
-            mma_f16(o[mt][2 * np], pa[mt], b[0], b[1]);
-            mma_f16(o[mt][2 * np + 1], pa[mt], b[2], b[3]);
-          }
-        }
-      }
-    } else {
-      const int dn0 = warp * 56;
-      const int dr0 = kDN + warp * 8;
-#pragma unroll
-      for (int ks = 0; ks < BN / 16; ++ks) {
-        const int i8 = lane >> 3;
-        const __nv_bfloat16* vrow = sKV + (ks * 16 + (i8 & 1) * 8 + (lane & 7)) * C::KVROW;
-        uint32_t pa[MT][4];
-        load_p(pa, sP16, ks);
-#pragma unroll
-        for (int np = 0; np < 3; ++np) {
-          uint32_t b[4];
-          ldsm_x4_t(b, vrow + dn0 + (np * 2 + (i8 >> 1)) * 8);
-#pragma unroll
-          for (int mt = 0; mt < MT; ++mt) {
-            mma_f16(o[mt][2 * np], pa[mt], b[0], b[1]);
-            mma_f16(o[mt][2 * np + 1], pa[mt], b[2], b[3]);
-          }
-        }
-        uint32_t b[4];  // nope n-tile 6 and the rope n-tile in one ldmatrix
-        ldsm_x4_t(b, vrow + ((i8 >> 1) ? dr0 : dn0 + 48));
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) mma_f16(o[mt][6], pa[mt], b[0], b[1]);
+      for (int np = 0; np < 3; ++np) {
+        uint32_t b[4];
+        ldsm_x4_t(b, vrow + dn0 + (np * 2 + (i8 >> 1)) * 8);
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
-          uint32_t ph[4], pl[4];
-          ldsm_x4(ph, sP + (mt * 16 + (lane & 15)) * C::PROW + ks * 16 + (lane >> 4) * 8);
-          ldsm_x4(pl, sPlo + (mt * 16 + (lane & 15)) * C::PROW + ks * 16 + (lane >> 4) * 8);
-          mma_bf16(o[mt][7], ph, b[2], b[3]);
-          mma_bf16(o[mt][7], pl, b[2], b[3]);
+          mma_f16(o[mt][2 * np], pa[mt], b[0], b[1]);
+          mma_f16(o[mt][2 * np + 1], pa[mt], b[2], b[3]);
         }
+      }
+      uint32_t b[4];  // nope n-tile 6 and the rope n-tile in one ldmatrix
+      ldsm_x4_t(b, vrow + ((i8 >> 1) ? dr0 : dn0 + 48));
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) mma_f16(o[mt][6], pa[mt], b[0], b[1]);
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        uint32_t ph[4], pl[4];
+        ldsm_x4(ph, sP + (mt * 16 + (lane & 15)) * C::PROW + ks * 16 + (lane >> 4) * 8);
+        ldsm_x4(pl, sPlo + (mt * 16 + (lane & 15)) * C::PROW + ks * 16 + (lane >> 4) * 8);
+        mma_bf16(o[mt][7], ph, b[2], b[3]);
+        mma_bf16(o[mt][7], pl, b[2], b[3]);
       }
     }
     DSPARKCTL_TL_MARK(14);
   }
 
-  // ---- epilogue (nope accumulators hold O / 2^e_run, ROPE_F16's rope warp O / 2^er_run)
+  // ---- epilogue (nope accumulators hold O / 2^e_run)
   // The scaled rows are staged in shared memory (the Q and KV tile regions, free after the
   // last P.V) and written out as whole rows, 16 bytes per thread: a warp's store covers 512
   // contiguous bytes. v12 stored from the mma fragments directly, 8 rows x 32 bytes per warp
   // store; the v13 timeline put that at ~1,800 cycles of a 16-head T = 1 CTA (of ~10,500).
-  const Pow2Pair v_exp(C::ROPE_F16 && warp == kWarps - 1 ? er_run : e_run);
+  const int dn0 = warp * 56;
+  const int dr0 = kDN + warp * 8;
+  const Pow2Pair v_exp(e_run);
   float* sOut = reinterpret_cast<float*>(smem + C::OFF_Q);  // [M][kORow] fp32
   __syncthreads();  // every warp's last P.V is done with sQ / sKV
   DSPARKCTL_TL_MARK(15);
@@ -1054,12 +929,9 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       const float fn = v_exp(f);  // < 2^-126 only for V scales near 2^-120: outputs ~0 anyway
       float* srow = sOut + row * kORow + (lane & 3) * 2;
 #pragma unroll
-      for (int n = 0; n < 8; ++n) {
-        // ROPE_F16: dims [64w, 64w + 64); else nope [56w, 56w + 56) and rope [448 + 8w, +8)
-        const int dim = C::ROPE_F16 ? warp * 64 + n * 8 : (n < 7 ? warp * 56 + n * 8 : kDN + warp * 8);
-        const float g = (C::ROPE_F16 || n < 7) ? fn : f;
-        *reinterpret_cast<float2*>(srow + dim) = make_float2(o[mt][n][2 * i] * g, o[mt][n][2 * i + 1] * g);
-      }
+      for (int n = 0; n < 7; ++n)
+        *reinterpret_cast<float2*>(srow + dn0 + n * 8) = make_float2(o[mt][n][2 * i] * fn, o[mt][n][2 * i + 1] * fn);
+      *reinterpret_cast<float2*>(srow + dr0) = make_float2(o[mt][7][2 * i] * f, o[mt][7][2 * i + 1] * f);
     }
   }
   DSPARKCTL_TL_MARK(16);
