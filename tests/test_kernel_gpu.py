@@ -200,11 +200,11 @@ def test_dspark_valid_length() -> None:
     "config", [ops.CONFIG_LARGE_SMEM, ops.CONFIG_SMALL_SMEM], ids=["large", "small"]
 )
 def test_rope_magnitudes_across_tiles(heads: int, config: int) -> None:
-    """v14 stores a LARGE tile's rope V as fp16 times its own power of two (the tile's largest
-    rope exponent) and rescales the rope accumulators when a later tile's is larger. Rope rows
-    here differ by up to 2^12 from token to token and the first tile of row 0 is all-zero rope
-    (the exponent's floor), so the running exponent rises and falls across tiles; a NaN in the
-    rope of a referenced row must make that token's whole output NaN, as in the reference."""
+    """Un-normalised rope values (rows 2^-6..2^6 times unit normals, up to ~2^8) with an
+    all-zero-rope tile first in row 0: the rope P.V must stay within FlashMLA's tolerance at
+    cancellation points. v13's bf16 hi + lo P does; v14's fp16 rope with an 11-bit P did not
+    (kernels/NOTES.md, v14), which is why this test exists. A NaN in the rope of a referenced
+    row must make that token's whole output NaN, as in the reference."""
     gen = torch.Generator(device="cuda").manual_seed(1400 + heads + config)
     n_tok, t, topk = 700, 3, 320
     kv = torch.randn(n_tok, 512, generator=gen, device="cuda")
