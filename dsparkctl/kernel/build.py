@@ -133,12 +133,15 @@ def build_extension(
     torch_include: Sequence[str] | None = None,
     torch_lib: Sequence[str] | None = None,
     cxx11_abi: bool | None = None,
+    extra_nvcc: Sequence[str] = (),
 ) -> Path:
     """Build ``<out_dir>/dsparkctl_sparse_mla_<arch>.so`` and return its path.
 
     torch's include/lib directories and C++ ABI default to the torch importable here; pass
     them to build for another environment. The full compiler output goes to ``log_path``
-    (written even on failure, then BuildError names it).
+    (written even on failure, then BuildError names it). ``extra_nvcc`` is for the bench
+    scripts only (e.g. ``-DDSPARKCTL_SMALL_MIN_BLOCKS=1``: SM120's register budget on an H200,
+    so the H200 runs the code SM120 runs); install-kernels never passes it.
     """
     gencode = gencode_flag(arch)
     out_dir = Path(out_dir)
@@ -162,7 +165,7 @@ def build_extension(
         kobj = out_dir / "sparse_mla_decode.o"
         bobj = out_dir / "sparse_mla_decode_binding.o"
         so = out_dir / f"{LIB_STEM}_{arch}.so"
-        kcmd = kernel_compile_command(arch, kobj, nvcc)
+        kcmd = kernel_compile_command(arch, kobj, nvcc, extra_nvcc)
         assert gencode in kcmd
         cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++") or "c++"
         incs = [f"-I{p}" for p in (*torch_include, str(home / "include"), str(kernels_dir()))]
