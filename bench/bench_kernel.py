@@ -184,8 +184,8 @@ def shapes(quick: bool, short: bool = False) -> list[dict]:
                 out.append({"kind": "decode", "H": h, "topk": 128, "valid": 128, "extra": extra, "T": t})
     if quick:
         out = [s for s in out if s["kind"] == "dspark" or (s["H"] in (64, 128) and s["T"] in (1, 64))]
-    if short:  # the rows a combine / layout-rule change moves, for a device call of ~1 minute
-        out = [s for s in out if s["kind"] == "dspark" or s["T"] == 1]
+    if short:  # the rows a combine / layout-rule / SMALL-layout change moves, for a short device call
+        out = [s for s in out if s["kind"] == "dspark" or s["T"] == 1 or s["H"] == 16]
     return out
 
 
