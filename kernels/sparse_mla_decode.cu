@@ -46,15 +46,16 @@ constexpr float kLn2 = 0.6931471805599453f;
 // phase of the single-tile latency chain (T = 1, DSpark drafts) the microseconds are in.
 // Off by default: the macros compile to nothing and the shared-memory slot is 0 bytes.
 #ifdef DSPARKCTL_TIMELINE
-constexpr int kTlSmemBytes = 128;
+constexpr int kTlSlots = 22;
+constexpr int kTlSmemBytes = 8 * (kTlSlots - 4);
 constexpr int kTlMaxCtas = 1 << 14;
-constexpr int kTlSlots = 20;
 // [cta][slot]: 0 globaltimer at entry, 1 at exit, 2 SM id, 3 tiles; cycles of: 19 entry to the
 // Q loads issued, 4 the id loads issued, 5 the first ids published (waits for the lengths and
 // ids), 6 the first barrier (Q landed), 7 the first tile's copy issued, 8 Q in shared memory,
 // 9..14 per-tile phases summed (tile landed, dequantized, next copy issued + barrier, S, P, P.V),
 // 15..18 the epilogue: the barrier after the last P.V, row scaling + staging in shared memory,
-// the second barrier, the global stores.
+// the second barrier, the global stores; 20 / 21 inside S: the mma loop (thread 0's warp), the
+// k-slice exchange (register-resident Q only; S's slot 12 then holds the rest: mask, row max).
 __device__ unsigned long long g_tl_main[kTlMaxCtas][kTlSlots];
 // [combine block]: 0 globaltimer at entry, 1 after griddepcontrol.wait, 2 at exit.
 __device__ unsigned long long g_tl_combine[kTlMaxCtas][4];
@@ -658,7 +659,10 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   // in shared memory (the Q region, free once the fragments are loaded). S then reads each K
   // element once per m-tile instead of once per (m-tile, n-slice) and Q not at all, and at 16
   // heads all 8 warps run S instead of 4.
-  constexpr bool kQReg = BN == 32 && (MT == 1 || DSPARKCTL_SMALL_MIN_BLOCKS == 1);
+#ifndef DSPARKCTL_QREG
+#define DSPARKCTL_QREG 1  // bench A/B only: 0 keeps every layout on the n-split S path
+#endif
+  constexpr bool kQReg = DSPARKCTL_QREG && BN == 32 && (MT == 1 || DSPARKCTL_SMALL_MIN_BLOCKS == 1);
   constexpr int KW = kWarps / MT;        // k-slices
   constexpr int KPW = (kD / 16) / KW;    // k-steps per warp
   static_assert(!kQReg || KW * MT * 4 * 32 * 16 <= C::Q_BYTES, "S partials fit the Q region");
@@ -748,10 +752,12 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
           mma_bf16(part[3], qf[j], b1[2], b1[3]);
         }
       }
+      DSPARKCTL_TL_MARK(20);
       float4* sPart = reinterpret_cast<float4*>(smem + C::OFF_Q);  // [warp][n-tile][lane]
 #pragma unroll
       for (int n = 0; n < 4; ++n) sPart[(warp * 4 + n) * 32 + lane] = make_float4(part[n][0], part[n][1], part[n][2], part[n][3]);
       __syncthreads();
+      DSPARKCTL_TL_MARK(21);
       if (s_active) {  // the k-slices of this warp's 16 x 8 slice, summed in a fixed order
         float4 a = sPart[(mw * 4 + nw) * 32 + lane];
 #pragma unroll
@@ -827,6 +833,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         }
       }
       }
+      DSPARKCTL_TL_MARK(20);
     }
     if (s_active) {
       // scale (base 2), mask, row max
