@@ -3,6 +3,9 @@
 # compute-sanitizer (memcheck + racecheck) on a small subset, then the benchmark.
 # Logs and results land in $OUT (the device tool's output folder) or ./kernel_run_out.
 #   usage: bash bench/kernel_device_run.sh [TRITON_PEER_PY] [--quick|--short] [--skip-tests] [--no-sanitizer] [--sweep]
+# On Hopper the GPU tests run twice: on the shipped build, and on a build with SM120's register
+# budget for the SMALL layouts (-DDSPARKCTL_SMALL_MIN_BLOCKS=1: no 128-register cap, so ptxas
+# allocates as it does for sm_120a), with memcheck on that one's sanitizer subset too.
 # --short (DSpark + T=1 rows, 3 replays) with --no-sanitizer fits build + tests + bench in ~90 s.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +40,17 @@ if [ -z "$SKIP_TESTS" ]; then
   [ -n "$NO_SAN" ] && echo "sanitizer: skipped (--no-sanitizer)" > "$OUT/sanitizer.log"
   cat "$OUT/sanitizer.log"
   echo "sanitizer: $(( $(date +%s) - t0 )) s"
+  if [ "$ARCH" = sm_90a ]; then
+    t0=$(date +%s)
+    $PY -c "from pathlib import Path; from dsparkctl.kernel import build; build.build_extension('$ARCH', Path('/tmp/kbuild_sm120regs'), Path('$OUT/build_sm120regs.log'), extra_nvcc=['-DDSPARKCTL_SMALL_MIN_BLOCKS=1'])" > /dev/null \
+      || { echo "BUILD FAILED (SM120 register budget)"; tail -30 "$OUT/build_sm120regs.log"; }
+    SO120=/tmp/kbuild_sm120regs/dsparkctl_sparse_mla_$ARCH.so
+    { DSPARKCTL_KERNEL_SO=$SO120 $PY -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider 2>&1 | tail -4
+      [ -n "$NO_SAN" ] || DSPARKCTL_KERNEL_SO=$SO120 compute-sanitizer --tool memcheck --leak-check no $PY -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider -k sanitizer_subset 2>&1 | tail -4
+    } > "$OUT/gpu_tests_sm120regs.log" 2>&1
+    echo "== SM120 register budget build:"; cat "$OUT/gpu_tests_sm120regs.log"
+    echo "sm120-regs tests: $(( $(date +%s) - t0 )) s"
+  fi
 fi
 t0=$(date +%s)
 $PY bench/bench_kernel.py ${PEER:+--triton-peer "$PEER"} $QUICK ${SWEEP:+--sweep} --json "$OUT/kernel_bench.json" --md "$OUT/kernel_bench.md" > "$OUT/bench.log" 2>&1

@@ -46,7 +46,7 @@ constexpr float kLn2 = 0.6931471805599453f;
 // phase of the single-tile latency chain (T = 1, DSpark drafts) the microseconds are in.
 // Off by default: the macros compile to nothing and the shared-memory slot is 0 bytes.
 #ifdef DSPARKCTL_TIMELINE
-constexpr int kTlSlots = 22;
+constexpr int kTlSlots = 21;
 constexpr int kTlSmemBytes = 8 * (kTlSlots - 4);
 constexpr int kTlMaxCtas = 1 << 14;
 // [cta][slot]: 0 globaltimer at entry, 1 at exit, 2 SM id, 3 tiles; cycles of: 19 entry to the
@@ -54,8 +54,8 @@ constexpr int kTlMaxCtas = 1 << 14;
 // ids), 6 the first barrier (Q landed), 7 the first tile's copy issued, 8 Q in shared memory,
 // 9..14 per-tile phases summed (tile landed, dequantized, next copy issued + barrier, S, P, P.V),
 // 15..18 the epilogue: the barrier after the last P.V, row scaling + staging in shared memory,
-// the second barrier, the global stores; 20 / 21 inside S: the mma loop (thread 0's warp), the
-// k-slice exchange (register-resident Q only; S's slot 12 then holds the rest: mask, row max).
+// the second barrier, the global stores; 20 the S phase's mma loops (thread 0's warp; slot 12
+// then holds the rest of S: scaling, mask, row max, the barrier).
 __device__ unsigned long long g_tl_main[kTlMaxCtas][kTlSlots];
 // [combine block]: 0 globaltimer at entry, 1 after griddepcontrol.wait, 2 at exit.
 __device__ unsigned long long g_tl_combine[kTlMaxCtas][4];
@@ -462,8 +462,9 @@ __device__ __forceinline__ float out_factor(bool empty, float l, float lse_nat, 
 // room for two SMALL CTAs (~90 KB each) if registers allow it (<= 128 per thread), and two
 // CTAs per SM overlap one CTA's barriers and load waits with the other's mma phases.
 // SM120/SM121 have ~100 KB per SM: one CTA, so no register cap there.
-// -DDSPARKCTL_SMALL_MIN_BLOCKS=1 builds Hopper with SM120's register budget (and so its S
-// path, below): how the H200 tests the code SM120 runs.
+// -DDSPARKCTL_SMALL_MIN_BLOCKS=1 builds Hopper with SM120's register budget for SMALL (no
+// 128-register cap): how the H200 runs the register allocation SM120 runs
+// (bench/kernel_device_run.sh tests both builds).
 #ifndef DSPARKCTL_SMALL_MIN_BLOCKS
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1000
 #define DSPARKCTL_SMALL_MIN_BLOCKS 2
@@ -652,27 +653,6 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     }
     *reinterpret_cast<uint4*>(sQ + r * kSRow + (tid % (kD / 8)) * 8) = v;
   }
-  // Register-resident Q (v16, 32-candidate tiles where registers allow: 16 heads, and 32 heads
-  // at one CTA per SM, i.e. SM120): warp w keeps the A fragments of its m-tile (w % MT) for
-  // k-steps [KPW * (w / MT), +KPW) for the whole CTA, and S is split over k instead of n:
-  // each warp computes its m-tile x all BN candidates over its k-range, the partial sums meet
-  // in shared memory (the Q region, free once the fragments are loaded). S then reads each K
-  // element once per m-tile instead of once per (m-tile, n-slice) and Q not at all, and at 16
-  // heads all 8 warps run S instead of 4.
-#ifndef DSPARKCTL_QREG
-#define DSPARKCTL_QREG 1  // bench A/B only: 0 keeps every layout on the n-split S path
-#endif
-  constexpr bool kQReg = DSPARKCTL_QREG && BN == 32 && (MT == 1 || DSPARKCTL_SMALL_MIN_BLOCKS == 1);
-  constexpr int KW = kWarps / MT;        // k-slices
-  constexpr int KPW = (kD / 16) / KW;    // k-steps per warp
-  static_assert(!kQReg || KW * MT * 4 * 32 * 16 <= C::Q_BYTES, "S partials fit the Q region");
-  uint32_t qf[kQReg ? KPW : 1][4];
-  if constexpr (kQReg) {
-    __syncthreads();  // Q in shared memory
-    const __nv_bfloat16* qa = sQ + (mw * 16 + (lane & 15)) * kSRow + (lane >> 4) * 8 + (warp / MT) * KPW * 16;
-#pragma unroll
-    for (int j = 0; j < KPW; ++j) ldsm_x4(qf[j], qa + j * 16);
-  }
   // Exponent of the nope accumulators (o[.][0..6] hold O / 2^e_run); none yet.
   int e_run = -(1 << 20);
   DSPARKCTL_TL_MARK(8);
@@ -712,62 +692,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     const int rm = mw * 16;
     const int cn = nw * (C::NTW * 8);
     const Pow2Pair s_nope[2] = {Pow2Pair(q_shift[0] + e_tile), Pow2Pair(q_shift[1] + e_tile)};
-    if constexpr (kQReg) {
-      // This warp's k-range (nope k-steps first, scaled to the Q shift and tile exponent, then
-      // rope) for all 32 candidates: four independent accumulator chains.
-      float part[4][4];
-#pragma unroll
-      for (int n = 0; n < 4; ++n)
-#pragma unroll
-        for (int c = 0; c < 4; ++c) part[n][c] = 0.f;
-      const int k0 = (warp / MT) * KPW;
-      const int n_nope = kDN / 16 - k0;  // warp-uniform; <= 0: a rope-only warp
-      const int i8 = lane >> 3;
-      const __nv_bfloat16* kb = sKV + ((i8 >> 1) * 8 + (lane & 7)) * kSRow + (i8 & 1) * 8 + k0 * 16;
-#pragma unroll
-      for (int j = 0; j < KPW; ++j) {
-        if (j < n_nope) {
-          uint32_t b0[4], b1[4];
-          ldsm_x4(b0, kb + j * 16);
-          ldsm_x4(b1, kb + 16 * kSRow + j * 16);
-          mma_f16(part[0], qf[j], b0[0], b0[1]);
-          mma_f16(part[1], qf[j], b0[2], b0[3]);
-          mma_f16(part[2], qf[j], b1[0], b1[1]);
-          mma_f16(part[3], qf[j], b1[2], b1[3]);
-        }
-      }
-#pragma unroll
-      for (int n = 0; n < 4; ++n)
-#pragma unroll
-        for (int c = 0; c < 4; ++c) part[n][c] = s_nope[c >> 1](part[n][c]);
-#pragma unroll
-      for (int j = 0; j < KPW; ++j) {
-        if (j >= n_nope) {
-          uint32_t b0[4], b1[4];
-          ldsm_x4(b0, kb + j * 16);
-          ldsm_x4(b1, kb + 16 * kSRow + j * 16);
-          mma_bf16(part[0], qf[j], b0[0], b0[1]);
-          mma_bf16(part[1], qf[j], b0[2], b0[3]);
-          mma_bf16(part[2], qf[j], b1[0], b1[1]);
-          mma_bf16(part[3], qf[j], b1[2], b1[3]);
-        }
-      }
-      DSPARKCTL_TL_MARK(20);
-      float4* sPart = reinterpret_cast<float4*>(smem + C::OFF_Q);  // [warp][n-tile][lane]
-#pragma unroll
-      for (int n = 0; n < 4; ++n) sPart[(warp * 4 + n) * 32 + lane] = make_float4(part[n][0], part[n][1], part[n][2], part[n][3]);
-      __syncthreads();
-      DSPARKCTL_TL_MARK(21);
-      if (s_active) {  // the k-slices of this warp's 16 x 8 slice, summed in a fixed order
-        float4 a = sPart[(mw * 4 + nw) * 32 + lane];
-#pragma unroll
-        for (int q = 1; q < KW; ++q) {
-          const float4 b = sPart[((q * MT + mw) * 4 + nw) * 32 + lane];
-          a.x += b.x; a.y += b.y; a.z += b.z; a.w += b.w;
-        }
-        sacc[0][0] = a.x; sacc[0][1] = a.y; sacc[0][2] = a.z; sacc[0][3] = a.w;
-      }
-    } else if (s_active) {
+    if (s_active) {
       const __nv_bfloat16* qa = sQ + (rm + (lane & 15)) * kSRow + (lane >> 4) * 8;
       if constexpr (C::NTW == 1) {
         // One n-tile per warp: two accumulators over even / odd k-steps, so consecutive
@@ -834,8 +759,6 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       }
       }
       DSPARKCTL_TL_MARK(20);
-    }
-    if (s_active) {
       // scale (base 2), mask, row max
       float rmax[2] = {-INFINITY, -INFINITY};
 #pragma unroll
