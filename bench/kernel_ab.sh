@@ -4,7 +4,8 @@
 # and neighbour drift hit both sides alike, and prints a per-row table. Results in $OUT.
 #   usage: OUT=... [TESTS=1] [ROUNDS=2] [NVCC_EXTRA_NEW='-D...'] bash bench/kernel_ab.sh OLD_TREE [NEW_TREE]
 # NVCC_EXTRA_NEW: extra nvcc flags for the NEW build only (space-separated), e.g.
-# -DDSPARKCTL_SMALL_MIN_BLOCKS=1 to run SM120's register budget and S path on an H200.
+# -DDSPARKCTL_SMALL_MIN_BLOCKS=1 to run SM120's register budget on an H200.
+# BENCH_EXTRA: extra bench_kernel.py flags for both sides (e.g. --sweep: forced layouts too).
 # OLD_TREE / NEW_TREE: checkouts of the repository (e.g. `git archive REV | tar -x -C DIR`);
 # both .so files are driven by NEW_TREE's Python wrapper and bench (the op signature is shared).
 set -uo pipefail
@@ -33,7 +34,7 @@ if [ -n "${TESTS:-}" ]; then
 fi
 for r in $(seq "$ROUNDS"); do
   for side in old new; do
-    DSPARKCTL_KERNEL_SO=/tmp/kab_$side/$SO PYTHONPATH=$NEW python3 "$NEW/bench/bench_kernel.py" --short \
+    DSPARKCTL_KERNEL_SO=/tmp/kab_$side/$SO PYTHONPATH=$NEW python3 "$NEW/bench/bench_kernel.py" --short ${BENCH_EXTRA:-} \
       --json "$OUT/${side}_run$r.json" --md "$OUT/${side}_run$r.md" > "$OUT/bench_${side}_run$r.log" 2>&1 \
       || { echo "BENCH FAILED ($side $r)"; tail -20 "$OUT/bench_${side}_run$r.log"; }
   done
