@@ -33,6 +33,7 @@ constexpr int kD = 512;         // d_qk == d_v
 constexpr int kDN = 448;        // FP8 nope dims
 constexpr int kRowBytes = 576;  // data bytes per token
 constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
 constexpr int kSRow = kD + 8;  // smem row stride (bf16) of Q and KV: 1040 B, ldmatrix conflict-free
 constexpr int kORow = kD + 8;  // smem row stride (fp32) of the epilogue's staged output rows
 constexpr float kLog2e = 1.4426950408889634f;
@@ -100,15 +101,7 @@ constexpr int kTlSmemBytes = 0;
 template <int MT, int BN>
 struct Cfg {
   static constexpr int M = 16 * MT;  // heads per CTA (padded)
-  // Threads: 256, or 512 for 32 heads x 32 candidates (v17): two groups of 8 warps share the
-  // gathered tile and split the P.V by m-tile, so a single-tile CTA's latency chain (set by
-  // the instructions on each warp's path, ~5-6 cycles each at 2 warps per scheduler) is that
-  // of a 16-head CTA: the dequantization, Q load and P.V per warp halve.
-  static constexpr int NT = (MT == 2 && BN == 32) ? 512 : kThreads;
-  static constexpr int W = NT / 32;    // warps
-  static constexpr int NG = W / 8;     // P.V warp groups
-  static constexpr int MTG = MT / NG;  // m-tiles per P.V group
-  static constexpr int NWN = (W / MT) < (BN / 8) ? (W / MT) : (BN / 8);  // S-phase warps along N
+  static constexpr int NWN = (8 / MT) < (BN / 8) ? (8 / MT) : (BN / 8);  // S-phase warps along N
   static constexpr int NTW = BN / 8 / NWN;  // 8-wide n-tiles per S-phase warp
   static constexpr int DEQ_GROUP = BN == 64 ? 4 : 2;  // chunks per batch of loads (Tile::store)
   static constexpr int S_WARPS = MT * NWN;  // warps busy in the S phase
@@ -130,8 +123,7 @@ struct Cfg {
   static constexpr int OFF_QMAX = OFF_SCALE + 2 * BN * 8;     // [M][2] |q| nope max bits, per half row
   static constexpr int OFF_TL = OFF_QMAX + M * 2 * 4;  // phase cycle sums (timeline builds only)
   static constexpr int SMEM = OFF_TL + kTlSmemBytes;
-  static_assert(S_WARPS <= W, "S phase needs at most all warps");
-  static_assert(NT % 256 == 0 && MT % NG == 0, "whole 8-warp P.V groups over whole m-tiles");
+  static_assert(S_WARPS <= kWarps, "S phase needs at most 8 warps");
   static_assert(M * kORow * 4 <= OFF_P, "the epilogue stages M fp32 rows in the Q and KV regions");
   static_assert(NTW == 1 || NTW % 2 == 0, "n-tiles per warp: 1 or even");
   static_assert(BN % 16 == 0, "BN multiple of 16");
@@ -259,14 +251,14 @@ __device__ __forceinline__ int tid_fresh() {
   return t;
 }
 
-template <int BN, int VEC, int NT>
+template <int BN, int VEC>
 struct Tile {
   static constexpr int NCPC = kDN / VEC;               // nope chunks per candidate
   static constexpr int RCPC = (kRowBytes - kDN) / VEC;  // rope chunks per candidate
   static constexpr int NOPE = BN * NCPC;
   static constexpr int ROPE = BN * RCPC;
-  static constexpr int NPT_N = (NOPE + NT - 1) / NT;
-  static constexpr int NPT_R = (ROPE + NT - 1) / NT;
+  static constexpr int NPT_N = (NOPE + kThreads - 1) / kThreads;
+  static constexpr int NPT_R = (ROPE + kThreads - 1) / kThreads;
   using Vec = typename std::conditional<VEC == 16, uint4, uint2>::type;
 
   // sOff: this tile's candidates as byte offsets into the cache, [0][BN] of the data row and
@@ -282,14 +274,14 @@ struct Tile {
     int64_t src[NPT_N + NPT_R + 1];
 #pragma unroll
     for (int j = 0; j < NPT_N; ++j) {
-      const int k = tid + j * NT;
+      const int k = tid + j * kThreads;
       const int cand = (k < NOPE ? k : 0) / NCPC;
       const int64_t off = sOff[cand];
       src[j] = off >= 0 ? off + (k - cand * NCPC) * VEC : -1;
     }
 #pragma unroll
     for (int j = 0; j < NPT_R; ++j) {
-      const int r = tid + j * NT;
+      const int r = tid + j * kThreads;
       const int cand = (r < ROPE ? r : 0) / RCPC;
       const int64_t off = sOff[cand];
       src[NPT_N + j] = off >= 0 ? off + kDN + (r - cand * RCPC) * VEC : -1;
@@ -297,14 +289,14 @@ struct Tile {
     src[NPT_N + NPT_R] = sOff[BN + (tid < BN ? tid : 0)];
 #pragma unroll
     for (int j = 0; j < NPT_N; ++j) {
-      const int k = tid + j * NT;
-      if (NOPE % NT == 0 || k < NOPE) cp_async<VEC>(sRaw + k * VEC, c.base + (src[j] >= 0 ? src[j] : 0), src[j] >= 0);
+      const int k = tid + j * kThreads;
+      if (NOPE % kThreads == 0 || k < NOPE) cp_async<VEC>(sRaw + k * VEC, c.base + (src[j] >= 0 ? src[j] : 0), src[j] >= 0);
     }
 #pragma unroll
     for (int j = 0; j < NPT_R; ++j) {
-      const int r = tid + j * NT;
+      const int r = tid + j * kThreads;
       const int64_t a = src[NPT_N + j];
-      if (ROPE % NT == 0 || r < ROPE) cp_async<VEC>(sRaw + (NOPE + r) * VEC, c.base + (a >= 0 ? a : 0), a >= 0);
+      if (ROPE % kThreads == 0 || r < ROPE) cp_async<VEC>(sRaw + (NOPE + r) * VEC, c.base + (a >= 0 ? a : 0), a >= 0);
     }
     if (tid < BN) {
       const int64_t a = src[NPT_N + NPT_R];
@@ -325,8 +317,8 @@ struct Tile {
     uint32_t sb[G];
 #pragma unroll
     for (int g = 0; g < G; ++g) {
-      const int k = tid + (j0 + g) * NT;
-      if (j0 + g < NPT_N && (NOPE % NT == 0 || k < NOPE)) {
+      const int k = tid + (j0 + g) * kThreads;
+      if (j0 + g < NPT_N && (NOPE % kThreads == 0 || k < NOPE)) {
         const int cand = k / NCPC;
         rn[g] = *reinterpret_cast<const Vec*>(sRaw + k * VEC);
         sb[g] = sScale[cand * 8 + ((k - cand * NCPC) * VEC) / 64];
@@ -334,8 +326,8 @@ struct Tile {
     }
 #pragma unroll
     for (int g = 0; g < G; ++g) {
-      const int k = tid + (j0 + g) * NT;
-      if (j0 + g < NPT_N && (NOPE % NT == 0 || k < NOPE)) {
+      const int k = tid + (j0 + g) * kThreads;
+      if (j0 + g < NPT_N && (NOPE % kThreads == 0 || k < NOPE)) {
         const int cand = k / NCPC;
         const int ch = k - cand * NCPC;
         const uint32_t* w = reinterpret_cast<const uint32_t*>(&rn[g]);
@@ -369,13 +361,13 @@ struct Tile {
     Vec rr[NPT_R];
 #pragma unroll
     for (int j = 0; j < NPT_R; ++j) {
-      const int r = tid + j * NT;
-      if (ROPE % NT == 0 || r < ROPE) rr[j] = *reinterpret_cast<const Vec*>(sRaw + (NOPE + r) * VEC);
+      const int r = tid + j * kThreads;
+      if (ROPE % kThreads == 0 || r < ROPE) rr[j] = *reinterpret_cast<const Vec*>(sRaw + (NOPE + r) * VEC);
     }
 #pragma unroll
     for (int j = 0; j < NPT_R; ++j) {
-      const int r = tid + j * NT;
-      if (ROPE % NT == 0 || r < ROPE) {
+      const int r = tid + j * kThreads;
+      if (ROPE % kThreads == 0 || r < ROPE) {
         const int cand = r / RCPC;
         *reinterpret_cast<Vec*>(sKV + cand * kSRow + kDN + (r - cand * RCPC) * (VEC / 2)) = rr[j];
       }
@@ -482,12 +474,10 @@ __device__ __forceinline__ float out_factor(bool empty, float l, float lse_nat, 
 #endif
 
 template <int MT, int BN, int VEC>
-__global__ void __launch_bounds__(Cfg<MT, BN>::NT, (BN == 32 && Cfg<MT, BN>::NT == kThreads) ? DSPARKCTL_SMALL_MIN_BLOCKS : 1)
+__global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCKS : 1)
     sparse_mla_decode_kernel(const SparseMlaParams p, int num_splits, int head_blocks) {
   using C = Cfg<MT, BN>;
-  constexpr int NT = C::NT;
-  constexpr int MTG = C::MTG;
-  using TileT = Tile<BN, VEC, NT>;
+  using TileT = Tile<BN, VEC>;
   extern __shared__ __align__(128) uint8_t smem[];
   __nv_bfloat16* sQ = reinterpret_cast<__nv_bfloat16*>(smem + C::OFF_Q);
   __nv_bfloat16* sKV = reinterpret_cast<__nv_bfloat16*>(smem + C::OFF_KV);
@@ -524,10 +514,10 @@ __global__ void __launch_bounds__(Cfg<MT, BN>::NT, (BN == 32 && Cfg<MT, BN>::NT 
   const int se = int((int64_t(ntf) * (split + 1)) / num_splits);
 
   // Q rows -> registers (stored to smem below, after the id loads are issued).
-  constexpr int QN = C::M * (kD / 8) / NT;
+  constexpr int QN = C::M * (kD / 8) / kThreads;
   // Thread tid loads chunk tid % 64 of rows tid / 64 + 4 i: one base pointer, stepped by a
   // precomputed 4-row stride (no 64-bit multiply per chunk).
-  constexpr int kQRowsPerPass = NT / (kD / 8);
+  constexpr int kQRowsPerPass = kThreads / (kD / 8);
   const int q_r0 = tid / (kD / 8);
   const uint4* qp = reinterpret_cast<const uint4*>(reinterpret_cast<const __nv_bfloat16*>(p.q) +
                                                    int64_t(t) * p.q_stride_t + int64_t(h0 + q_r0) * p.q_stride_h) +
@@ -595,14 +585,10 @@ __global__ void __launch_bounds__(Cfg<MT, BN>::NT, (BN == 32 && Cfg<MT, BN>::NT 
   DSPARKCTL_TL_MARK(5);
 
   const float scale_log2 = p.sm_scale * kLog2e;
-  // P.V and the epilogue: warp group pg owns m-tiles mt0 + [0, MTG); pw is the warp in it.
-  const int pg = C::NG == 1 ? 0 : warp >> 3;
-  const int pw = C::NG == 1 ? warp : warp & 7;
-  const int mt0 = pg * MTG;
-  float o[MTG][8][4];
-  float m_run[MTG][2], l_run[MTG][2];
+  float o[MT][8][4];
+  float m_run[MT][2], l_run[MT][2];
 #pragma unroll
-  for (int mt = 0; mt < MTG; ++mt) {
+  for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
     for (int n = 0; n < 8; ++n)
 #pragma unroll
@@ -621,7 +607,7 @@ __global__ void __launch_bounds__(Cfg<MT, BN>::NT, (BN == 32 && Cfg<MT, BN>::NT 
   // rounds smaller values to fp16's 2^-24 grid, which is negligible while each 8-value chunk is
   // zero or has its largest |q| in [2^-6, 65280]; if any chunk of the CTA is outside that
   // (rare), every row is shifted by a power of two first (slow path below, exact).
-  static_assert(NT % (kD / 8) == 0, "a thread's Q chunks share one column");
+  static_assert(kThreads % (kD / 8) == 0, "a thread's Q chunks share one column");
   const bool q_nope_col = (tid % (kD / 8)) < kDN / 8;
   int q_odd = 0;
 #pragma unroll
@@ -643,7 +629,7 @@ __global__ void __launch_bounds__(Cfg<MT, BN>::NT, (BN == 32 && Cfg<MT, BN>::NT 
 #pragma unroll
     for (int i = 0; i < QN; ++i) {
       const uint32_t m = __reduce_max_sync(0xffffffffu, q_nope_col ? q_chunk_max(qv[i]) : 0u);
-      if (lane == 0) sQmax[((tid + i * NT) / (kD / 8)) * 2 + (warp & 1)] = m;
+      if (lane == 0) sQmax[((tid + i * kThreads) / (kD / 8)) * 2 + (warp & 1)] = m;
     }
     __syncthreads();
 #pragma unroll
@@ -656,7 +642,7 @@ __global__ void __launch_bounds__(Cfg<MT, BN>::NT, (BN == 32 && Cfg<MT, BN>::NT 
   // path), rope as bf16.
 #pragma unroll
   for (int i = 0; i < QN; ++i) {
-    const int k = tid + i * NT;
+    const int k = tid + i * kThreads;
     const int r = k / (kD / 8);
     uint4 v = qv[i];
     if (q_nope_col) {
@@ -853,10 +839,10 @@ __global__ void __launch_bounds__(Cfg<MT, BN>::NT, (BN == 32 && Cfg<MT, BN>::NT 
     const float v_shift = pow2i(e_run - e_new);  // nope accumulators to the new V exponent
     e_run = e_new;
 #pragma unroll
-    for (int mt = 0; mt < MTG; ++mt) {
+    for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
-        const int row = (mt0 + mt) * 16 + (lane >> 2) + 8 * i;
+        const int row = mt * 16 + (lane >> 2) + 8 * i;
         float mx = m_run[mt][i];
         float rs = 0.f;
 #pragma unroll
@@ -881,22 +867,22 @@ __global__ void __launch_bounds__(Cfg<MT, BN>::NT, (BN == 32 && Cfg<MT, BN>::NT 
     // the fp16 tile (exact e4m3 values times powers of two). Rope dims (bf16 V): P as bf16 hi
     // + lo, two passes, as every dim was before v12. Each warp takes 7 nope n-tiles and one
     // rope n-tile, so every warp runs 9 n-tile passes per k-step (v11: 16).
-    const int dn0 = pw * 56;
-    const int dr0 = kDN + pw * 8;
+    const int dn0 = warp * 56;
+    const int dr0 = kDN + warp * 8;
 #pragma unroll
     for (int ks = 0; ks < BN / 16; ++ks) {
       const int i8 = lane >> 3;
       const __nv_bfloat16* vrow = sKV + (ks * 16 + (i8 & 1) * 8 + (lane & 7)) * kSRow;
-      uint32_t pa[MTG][4];
+      uint32_t pa[MT][4];
 #pragma unroll
-      for (int mt = 0; mt < MTG; ++mt)
-        ldsm_x4(pa[mt], sP16 + ((mt0 + mt) * 16 + (lane & 15)) * C::PROW + ks * 16 + (lane >> 4) * 8);
+      for (int mt = 0; mt < MT; ++mt)
+        ldsm_x4(pa[mt], sP16 + (mt * 16 + (lane & 15)) * C::PROW + ks * 16 + (lane >> 4) * 8);
 #pragma unroll
       for (int np = 0; np < 3; ++np) {
         uint32_t b[4];
         ldsm_x4_t(b, vrow + dn0 + (np * 2 + (i8 >> 1)) * 8);
 #pragma unroll
-        for (int mt = 0; mt < MTG; ++mt) {
+        for (int mt = 0; mt < MT; ++mt) {
           mma_f16(o[mt][2 * np], pa[mt], b[0], b[1]);
           mma_f16(o[mt][2 * np + 1], pa[mt], b[2], b[3]);
         }
@@ -904,12 +890,12 @@ __global__ void __launch_bounds__(Cfg<MT, BN>::NT, (BN == 32 && Cfg<MT, BN>::NT 
       uint32_t b[4];  // nope n-tile 6 and the rope n-tile in one ldmatrix
       ldsm_x4_t(b, vrow + ((i8 >> 1) ? dr0 : dn0 + 48));
 #pragma unroll
-      for (int mt = 0; mt < MTG; ++mt) mma_f16(o[mt][6], pa[mt], b[0], b[1]);
+      for (int mt = 0; mt < MT; ++mt) mma_f16(o[mt][6], pa[mt], b[0], b[1]);
 #pragma unroll
-      for (int mt = 0; mt < MTG; ++mt) {
+      for (int mt = 0; mt < MT; ++mt) {
         uint32_t ph[4], pl[4];
-        ldsm_x4(ph, sP + ((mt0 + mt) * 16 + (lane & 15)) * C::PROW + ks * 16 + (lane >> 4) * 8);
-        ldsm_x4(pl, sPlo + ((mt0 + mt) * 16 + (lane & 15)) * C::PROW + ks * 16 + (lane >> 4) * 8);
+        ldsm_x4(ph, sP + (mt * 16 + (lane & 15)) * C::PROW + ks * 16 + (lane >> 4) * 8);
+        ldsm_x4(pl, sPlo + (mt * 16 + (lane & 15)) * C::PROW + ks * 16 + (lane >> 4) * 8);
         mma_bf16(o[mt][7], ph, b[2], b[3]);
         mma_bf16(o[mt][7], pl, b[2], b[3]);
       }
@@ -922,17 +908,17 @@ __global__ void __launch_bounds__(Cfg<MT, BN>::NT, (BN == 32 && Cfg<MT, BN>::NT 
   // last P.V) and written out as whole rows, 16 bytes per thread: a warp's store covers 512
   // contiguous bytes. v12 stored from the mma fragments directly, 8 rows x 32 bytes per warp
   // store; the v13 timeline put that at ~1,800 cycles of a 16-head T = 1 CTA (of ~10,500).
-  const int dn0 = pw * 56;
-  const int dr0 = kDN + pw * 8;
+  const int dn0 = warp * 56;
+  const int dr0 = kDN + warp * 8;
   const Pow2Pair v_exp(e_run);
   float* sOut = reinterpret_cast<float*>(smem + C::OFF_Q);  // [M][kORow] fp32
   __syncthreads();  // every warp's last P.V is done with sQ / sKV
   DSPARKCTL_TL_MARK(15);
 #pragma unroll
-  for (int mt = 0; mt < MTG; ++mt) {
+  for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
-      const int row = (mt0 + mt) * 16 + (lane >> 2) + 8 * i;
+      const int row = mt * 16 + (lane >> 2) + 8 * i;
       const int h = h0 + row;
       const bool empty = m_run[mt][i] == -INFINITY;
       const float l = l_run[mt][i];
@@ -942,10 +928,10 @@ __global__ void __launch_bounds__(Cfg<MT, BN>::NT, (BN == 32 && Cfg<MT, BN>::NT 
       if (num_splits == 1) {
         const float lse_nat = lse2 * kLn2;
         f = out_factor(empty, l, lse_nat, p.sink, h < p.H ? h : 0);
-        if (h < p.H && pw == 0 && (lane & 3) == 0) p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
+        if (h < p.H && warp == 0 && (lane & 3) == 0) p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
       } else {
         f = empty ? 0.f : 1.f / l;
-        if (h < p.H && pw == 0 && (lane & 3) == 0) p.ws_lse[th * num_splits + split] = lse2;
+        if (h < p.H && warp == 0 && (lane & 3) == 0) p.ws_lse[th * num_splits + split] = lse2;
       }
       const float fn = v_exp(f);  // < 2^-126 only for V scales near 2^-120: outputs ~0 anyway
       float* srow = sOut + row * kORow + (lane & 3) * 2;
@@ -962,7 +948,7 @@ __global__ void __launch_bounds__(Cfg<MT, BN>::NT, (BN == 32 && Cfg<MT, BN>::NT 
     // bf16 rows of 1 KB: 64 threads per row, 8 dims each
     const int c8 = tid % 64;
 #pragma unroll
-    for (int r = tid / 64; r < C::M; r += NT / 64) {
+    for (int r = tid / 64; r < C::M; r += kThreads / 64) {
       const int h = h0 + r;
       if (h >= p.H) break;
       const float4 x = *reinterpret_cast<const float4*>(sOut + r * kORow + c8 * 8);
@@ -974,7 +960,7 @@ __global__ void __launch_bounds__(Cfg<MT, BN>::NT, (BN == 32 && Cfg<MT, BN>::NT 
     // fp32 partial rows of 2 KB: 128 threads per row, 4 dims each
     const int c4 = tid % 128;
 #pragma unroll
-    for (int r = tid / 128; r < C::M; r += NT / 128) {
+    for (int r = tid / 128; r < C::M; r += kThreads / 128) {
       const int h = h0 + r;
       if (h >= p.H) break;
       *reinterpret_cast<float4*>(p.ws_out + ((int64_t(t) * p.H + h) * num_splits + split) * kD + c4 * 4) =
@@ -1166,7 +1152,7 @@ cudaError_t launch_main(const SparseMlaParams& p, const SparseMlaPlan& plan, int
   cudaError_t e = prepared_kernel<MT, BN, VEC>(&kernel);
   if (e != cudaSuccess) return e;
   dim3 grid(unsigned(int64_t(p.T) * head_blocks), unsigned(plan.num_splits));
-  kernel<<<grid, C::NT, C::SMEM, stream>>>(p, plan.num_splits, head_blocks);
+  kernel<<<grid, kThreads, C::SMEM, stream>>>(p, plan.num_splits, head_blocks);
   return cudaGetLastError();
 }
 
@@ -1179,7 +1165,7 @@ int blocks_per_sm(int device) {
     void (*kernel)(const SparseMlaParams, int, int) = nullptr;
     int n = 0;
     if (prepared_kernel<MT, BN, 16>(&kernel) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, Cfg<MT, BN>::NT, Cfg<MT, BN>::SMEM) != cudaSuccess) {
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kThreads, Cfg<MT, BN>::SMEM) != cudaSuccess) {
       cudaGetLastError();  // clear a sticky-free error from the query; fall back to 1
       n = 1;
     }
