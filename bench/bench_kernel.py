@@ -258,6 +258,7 @@ def main() -> int:
             # which tile layout the automatic choice should take: both timed in this run
             for name, cfg in (
                 ("large", ops.CONFIG_LARGE_SMEM), ("small", ops.CONFIG_SMALL_SMEM), ("small16", ops.CONFIG_SMALL_SMEM_16),
+                ("large16", ops.CONFIG_LARGE_SMEM_16),
             ):  # fmt: skip
                 try:
                     row[f"{name}_us"] = graph_time(lambda s, c=cfg: ops.sparse_mla_decode_cfg(sm_scale=scale, config=c, **s), sets) * 1e6
@@ -315,14 +316,14 @@ def render_md(meta: dict, rows: list[dict]) -> str:
             "",
             "Layout sweep (same graphs, layout forced, automatic split count): us per call",
             "",
-            "| kind | H | extra | T | auto | large smem | small smem | small smem, 16 heads/CTA |",
-            "|---|---|---|---|---|---|---|---|",
+            "| kind | H | extra | T | auto | large smem | small smem | small smem, 16 heads/CTA | large smem, 16 heads/CTA |",
+            "|---|---|---|---|---|---|---|---|---|",
         ]
         for r in rows:
             lines.append(
                 f"| {r['kind']} | {r['H']} | {r['extra']} | {r['T']} | {r['ours_us']:.1f} | "
                 f"{r.get('large_us', float('nan')):.1f} | {r.get('small_us', float('nan')):.1f} | "
-                f"{r.get('small16_us', float('nan')):.1f} |"
+                f"{r.get('small16_us', float('nan')):.1f} | {r.get('large16_us', float('nan')):.1f} |"
             )
     return "\n".join(lines) + "\n"
 

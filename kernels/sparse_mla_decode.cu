@@ -1252,8 +1252,9 @@ cudaError_t sparse_mla_decode_plan(int device, int T, int H, int topk, int extra
       topk < 1 || extra_topk < 0)
     return cudaErrorInvalidValue;
   const DeviceInfo& d = device_info(device);
-  bool heads16 = config == kConfigSmall16;
+  bool heads16 = config == kConfigSmall16 || config == kConfigLarge16;
   if (config == kConfigSmall16) config = kConfigSmall;
+  if (config == kConfigLarge16) config = kConfigLarge;
   if (config == kConfigAuto && H > 16) {
     // Latency-bound calls (T = 1, short drafts): when 16-head SMALL CTAs, one per SM, can
     // each take a single tile, use them. A CTA's time at one tile grows with its heads (v5
