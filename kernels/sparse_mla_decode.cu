@@ -1273,7 +1273,19 @@ cudaError_t sparse_mla_decode_plan(int device, int T, int H, int topk, int extra
     // 19.2; while at 32 heads T = 8 +512, 320, it loses, 17.4 vs 15.0, and from 600 CTA-tiles
     // on it loses at every head count). Fitted to two H200 points: re-check on SM120.
     const int64_t work16 = ctas16 * tiles_s;
-    if (ctas16 > 0 && (work16 <= wave16 || (H >= 64 && 3 * work16 <= 5 * wave16))) {
+    // v18: 16-head CTAs over 64-candidate tiles (LARGE16, one per SM) when they give every
+    // CTA a single tile in one wave while 16-head SMALL CTAs would not fit one per SM: a
+    // 64-candidate tile costs a CTA ~1 us more than a 32-candidate one (H200, T = 1 H = 64
+    // +512: 9.9 vs 8.8 us), less than two co-resident CTAs per SM and twice the partials
+    // cost (same-call sweep: T = 1 H = 128 +512 10.8 vs 11.5-11.7, H = 64 +1024 11.0 vs
+    // 11.2-11.3, DSpark T = 10 11.4 vs 11.7-11.8; and where LARGE16 needs a second tile per
+    // CTA it loses: T = 1 H = 128 +1024 15.9 vs 14.6). Only where the layout fits (not SM120).
+    const int tiles_l = (topk + 63) / 64 + (extra_topk + 63) / 64;
+    const bool fits_large16 = d.smem_optin >= Cfg<1, 64>::SMEM;
+    if (fits_large16 && ctas16 > 0 && work16 > d.sms && ctas16 * tiles_l <= d.sms) {
+      config = kConfigLarge;
+      heads16 = true;
+    } else if (ctas16 > 0 && (work16 <= wave16 || (H >= 64 && 3 * work16 <= 5 * wave16))) {
       config = kConfigSmall;
       heads16 = true;
     }
