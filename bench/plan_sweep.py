@@ -31,6 +31,7 @@ LAYOUTS = {
     1: ("large", 64, 64),
     2: ("small", 32, 32),
     3: ("small16", 16, 32),
+    4: ("large16", 16, 64),
 }  # config: name, heads/CTA, tile
 SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 13, 16, 20, 24, 33, 36)
 
