@@ -1282,7 +1282,11 @@ cudaError_t sparse_mla_decode_plan(int device, int T, int H, int topk, int extra
     // CTA it loses: T = 1 H = 128 +1024 15.9 vs 14.6). Only where the layout fits (not SM120).
     const int tiles_l = (topk + 63) / 64 + (extra_topk + 63) / 64;
     const bool fits_large16 = d.smem_optin >= Cfg<1, 64>::SMEM;
-    if (fits_large16 && ctas16 > 0 && work16 > d.sms && ctas16 * tiles_l <= d.sms) {
+    // v19: and without a split where one 16-head CTA per SM already covers >= 3/4 of the SMs
+    // and each holds <= 3 tiles of 64: no fp32 partials and no combine, which at DSpark
+    // verify sizes outweigh the chain (H200 sweep, DSpark T = 25: 16.8 vs 18.0 us in two calls).
+    const bool large16_whole = 4 * ctas16 >= 3 * int64_t(d.sms) && ctas16 <= d.sms && tiles_l <= 3;
+    if (fits_large16 && ctas16 > 0 && ((work16 > d.sms && ctas16 * tiles_l <= d.sms) || large16_whole)) {
       config = kConfigLarge;
       heads16 = true;
     } else if (ctas16 > 0 && (work16 <= wave16 || (H >= 64 && 3 * work16 <= 5 * wave16))) {
