@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <cuda_runtime.h>
 
+#include "sparse_mla_plan.h"
+
 namespace dsparkctl {
 
 struct SparseMlaCache {
@@ -46,23 +48,6 @@ struct SparseMlaParams {
   int lse_base2_sink = 0;
 };
 
-// Tile configurations. LARGE needs ~187 KB of shared memory per block (Hopper, B200);
-// SMALL fits the 99 KB of SM120/SM121. SMALL16 is SMALL with 16 heads per CTA at any H
-// (more CTAs per token, each with a shorter tile chain: latency-bound calls such as T = 1);
-// LARGE16 is LARGE with 16 heads per CTA (64-candidate tiles, half the CTAs of SMALL16).
-// AUTO picks from the shape and the device (kernels/NOTES.md).
-enum SparseMlaConfig : int {
-  kConfigAuto = 0, kConfigLarge = 1, kConfigSmall = 2, kConfigSmall16 = 3, kConfigLarge16 = 4
-};
-
-struct SparseMlaPlan {
-  int config = 0;      // resolved: kConfigLarge or kConfigSmall (SMALL16 / LARGE16 resolve to them)
-  int heads_per_cta = 0;
-  int tile_n = 0;
-  int num_splits = 1;  // 1: direct write, no workspace
-};
-
-constexpr int kMaxSplits = 64;
 
 // Shape-only planning (no device synchronisation, safe inside CUDA-graph capture).
 // requested_splits == 0: heuristic that fills the GPU; else clamped to [1, kMaxSplits].

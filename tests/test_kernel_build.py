@@ -122,3 +122,11 @@ def test_sm120_register_budget_build_on_hopper(tmp_path: Path) -> None:
     for b in regs.values():
         for k in [*small32, "<1,32,8>", "<1,32,16>"]:
             assert b[k][1] == 0, (k, b[k])  # no spills in the SMALL layouts (SM120's only ones)
+
+
+def test_every_kernel_source_is_hashed_and_shipped() -> None:
+    """A source added under kernels/ but missing from build.source_files() would neither
+    invalidate the build cache when it changes nor be copied for install-kernels."""
+    listed = {f.name for f in build.source_files()}
+    on_disk = {f.name for f in build.kernels_dir().iterdir() if f.suffix in (".cu", ".cuh", ".h", ".cpp", ".hpp")}
+    assert on_disk == listed, on_disk ^ listed

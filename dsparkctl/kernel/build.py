@@ -21,7 +21,7 @@ from dsparkctl.resources import kernels_dir
 
 KERNEL_SOURCE = "sparse_mla_decode.cu"
 BINDING_SOURCE = "sparse_mla_decode_binding.cpp"
-HEADERS = ("sparse_mla_decode.cuh",)
+HEADERS = ("sparse_mla_decode.cuh", "sparse_mla_plan.h")
 LIB_STEM = "dsparkctl_sparse_mla"
 _ARCH_RE = re.compile(r"^sm_(\d{2,3})(a?)$")
 # Archs the kernel is written and compile-checked for (mma.sync bf16 needs sm_80+).

@@ -1,0 +1,148 @@
+// dsparkctl sparse-MLA decode: the launch plan as a pure function of the call's shape and a
+// few facts about the device (SM count, shared memory, CTAs per SM of each layout), so the
+// rules can be tested without a GPU (tests/test_kernel_plan.py compiles a host-only harness).
+// sparse_mla_decode_plan (sparse_mla_decode.cu) fills the device facts from CUDA and calls it.
+// The rules and the H200 measurements behind each: kernels/NOTES.md.
+#pragma once
+
+#include <cstdint>
+
+namespace dsparkctl {
+
+// Tile configurations. LARGE needs ~187 KB of shared memory per block (Hopper, B200);
+// SMALL fits the 99 KB of SM120/SM121. SMALL16 is SMALL with 16 heads per CTA at any H
+// (more CTAs per token, each with a shorter tile chain: latency-bound calls such as T = 1);
+// LARGE16 is LARGE with 16 heads per CTA (64-candidate tiles, half the CTAs of SMALL16).
+// AUTO picks from the shape and the device (kernels/NOTES.md).
+enum SparseMlaConfig : int {
+  kConfigAuto = 0, kConfigLarge = 1, kConfigSmall = 2, kConfigSmall16 = 3, kConfigLarge16 = 4
+};
+
+struct SparseMlaPlan {
+  int config = 0;      // resolved: kConfigLarge or kConfigSmall (SMALL16 / LARGE16 resolve to them)
+  int heads_per_cta = 0;
+  int tile_n = 0;
+  int num_splits = 1;  // 1: direct write, no workspace
+};
+
+constexpr int kMaxSplits = 64;
+
+// What the plan needs to know about a device. occ_*: CTAs of that layout that fit one SM at
+// once (registers, shared memory; the occupancy calculator's answer, 0 where it does not fit).
+struct SparseMlaPlanDevice {
+  int sms = 0;
+  int smem_optin = 0;    // opt-in shared memory per block, bytes
+  int smem_large = 0;    // shared memory of a 64-head LARGE CTA
+  int smem_large16 = 0;  // shared memory of a 16-head LARGE CTA
+  int occ_small16 = 1, occ_small32 = 1, occ_large16 = 1, occ_large32 = 1, occ_large64 = 1;
+  int blocks_per_sm(int config, int heads) const {
+    const int n = config == kConfigLarge ? (heads == 16 ? occ_large16 : (heads == 32 ? occ_large32 : occ_large64))
+                                         : (heads == 16 ? occ_small16 : occ_small32);
+    return n < 1 ? 1 : (n > 2 ? 2 : n);
+  }
+};
+
+inline int sparse_mla_heads_per_cta(int config, int H) {
+  if (config == kConfigLarge) return H <= 16 ? 16 : (H <= 32 ? 32 : 64);
+  return H <= 16 ? 16 : 32;
+}
+
+// The plan for one call: layout, heads per CTA, tile size, split count. false: bad arguments.
+inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int topk, int extra_topk, int config,
+                                int requested_splits, SparseMlaPlan* plan) {
+  if (plan == nullptr || d.sms < 1 || T < 0 || H < 1 || H > 128 || topk < 1 || extra_topk < 0) return false;
+  bool heads16 = config == kConfigSmall16 || config == kConfigLarge16;
+  if (config == kConfigSmall16) config = kConfigSmall;
+  if (config == kConfigLarge16) config = kConfigLarge;
+  if (config == kConfigAuto && H > 16) {
+    // Latency-bound calls (T = 1, short drafts): when 16-head SMALL CTAs, one per SM, can
+    // each take a single tile, use them. A CTA's time at one tile grows with its heads (v5
+    // H200 numbers at T = 1, same grid: 16 heads 11.6 us, 32 heads 13.9 us; LARGE 32 -> 64
+    // heads +4 us): the Q load, both mma phases and the fp32 partial it writes all scale
+    // with M, while SMs stay idle. v7: bounded by one wave of co-resident 16-head CTAs
+    // (SMs x occupancy, 2 per SM on Hopper, 1 on SM120/121), not by the SM count: the v6
+    // H200 sweep had 16 heads/CTA ahead at 144-240 CTA-tiles (T = 1 H = 64 +1024 14.2 vs
+    // 15.0 us, H = 128 +512 13.4 vs 13.8, DSpark T = 10 13.4 vs 14.2) and behind from 320
+    // (T = 8 H = 32 +512 18.1 vs 16.3).
+    const int tiles_s = (topk + 31) / 32 + (extra_topk + 31) / 32;
+    const int64_t ctas16 = int64_t(T) * ((H + 15) / 16);
+    const int64_t wave16 = int64_t(d.sms) * d.blocks_per_sm(kConfigSmall, 16);
+    // v10: at >= 64 heads also up to 5/3 of that wave (v9 H200 sweep, automatic split count:
+    // T = 1 H = 128 +1024, 288 CTA-tiles, 16.6 vs 17.9 us; DSpark +512 T = 5, 440, 17.7 vs
+    // 19.2; while at 32 heads T = 8 +512, 320, it loses, 17.4 vs 15.0, and from 600 CTA-tiles
+    // on it loses at every head count). Fitted to two H200 points: re-check on SM120.
+    const int64_t work16 = ctas16 * tiles_s;
+    // v18: 16-head CTAs over 64-candidate tiles (LARGE16, one per SM) when they give every
+    // CTA a single tile in one wave while 16-head SMALL CTAs would not fit one per SM: a
+    // 64-candidate tile costs a CTA ~1 us more than a 32-candidate one (H200, T = 1 H = 64
+    // +512: 9.9 vs 8.8 us), less than two co-resident CTAs per SM and twice the partials
+    // cost (same-call sweep: T = 1 H = 128 +512 10.8 vs 11.5-11.7, H = 64 +1024 11.0 vs
+    // 11.2-11.3, DSpark T = 10 11.4 vs 11.7-11.8; and where LARGE16 needs a second tile per
+    // CTA it loses: T = 1 H = 128 +1024 15.9 vs 14.6). Only where the layout fits (not SM120).
+    const int tiles_l = (topk + 63) / 64 + (extra_topk + 63) / 64;
+    const bool fits_large16 = d.smem_optin >= d.smem_large16;
+    // v19: and without a split where one 16-head CTA per SM already covers >= 3/4 of the SMs
+    // and each holds <= 3 tiles of 64: no fp32 partials and no combine, which at DSpark
+    // verify sizes outweigh the chain (H200 sweep, DSpark T = 25: 16.8 vs 18.0 us in two calls).
+    const bool large16_whole = 4 * ctas16 >= 3 * int64_t(d.sms) && ctas16 <= d.sms && tiles_l <= 3;
+    if (fits_large16 && ctas16 > 0 && ((work16 > d.sms && ctas16 * tiles_l <= d.sms) || large16_whole)) {
+      config = kConfigLarge;
+      heads16 = true;
+    } else if (ctas16 > 0 && (work16 <= wave16 || (H >= 64 && 3 * work16 <= 5 * wave16))) {
+      config = kConfigSmall;
+      heads16 = true;
+    }
+  }
+  if (config == kConfigAuto) {
+    // Chosen from the layout sweep on the H200 (kernels/NOTES.md, v4): SMALL (32 candidates,
+    // <= 32 heads per CTA, 2 CTAs per SM on Hopper) wins when its grid gives every CTA a
+    // single tile (latency-bound calls: T = 1, DSpark drafts) and always at <= 16 heads;
+    // LARGE (64 candidates, up to 64 heads sharing each gathered tile) wins as soon as CTAs
+    // hold several tiles. SM120/SM121 only fit SMALL.
+    const bool fits_large = d.smem_optin >= d.smem_large;
+    config = kConfigSmall;
+    if (fits_large && H > 16) {
+      const int tiles_s = (topk + 31) / 32 + (extra_topk + 31) / 32;
+      const int64_t ctas_s = int64_t(T) * ((H + 31) / 32);
+      const int64_t target_s = int64_t(d.sms) * d.blocks_per_sm(kConfigSmall, 32);
+      const bool one_tile_small = ctas_s > 0 && target_s / ctas_s >= tiles_s;
+      // v12: a token with at most 3 LARGE tiles (<= 192 candidates in all) leaves LARGE
+      // nothing to amortise its 64-head tile over, and its 64-candidate granularity wastes
+      // more of a partial last tile (DSpark: 133 valid of 192). Full v12 sweep on the H200,
+      // DSpark T = 25 / 50: SMALL 18.3 / 26.8 us, LARGE 19.4 / 27.8.
+      const bool few_tiles = (topk + 63) / 64 + (extra_topk + 63) / 64 <= 3;
+      if (!(one_tile_small && (H > 32 || T == 1)) && !few_tiles) config = kConfigLarge;
+    }
+  }
+  if (config != kConfigLarge && config != kConfigSmall) return false;
+  plan->config = config;
+  plan->heads_per_cta = heads16 ? 16 : sparse_mla_heads_per_cta(config, H);
+  plan->tile_n = config == kConfigLarge ? 64 : 32;
+  const int head_blocks = (H + plan->heads_per_cta - 1) / plan->heads_per_cta;
+  if (requested_splits > 0) {
+    plan->num_splits = requested_splits < kMaxSplits ? requested_splits : kMaxSplits;
+    return true;
+  }
+  const int tiles = (topk + plan->tile_n - 1) / plan->tile_n + (extra_topk + plan->tile_n - 1) / plan->tile_n;
+  const int64_t ctas = int64_t(T) * head_blocks;
+  // Fill one wave of co-resident CTAs (1 per SM for LARGE, 2 for SMALL on Hopper), never
+  // start a partial second one (a 2-wave grid with a thin second wave measured slower).
+  const int64_t target = int64_t(d.sms) * d.blocks_per_sm(config, plan->heads_per_cta);
+  int splits = 1;
+  // v13: no split when one CTA per SM already covers >= 3/4 of the SMs. Splitting then only
+  // doubles CTAs up onto SMs that already hold one (two per SM on Hopper SMALL) and adds the
+  // fp32 partials (2 KB per head and split, several times the gathered KV at DSpark verify
+  // sizes) plus the combine. H200 sweep (bench/results/plan_sweep_h200.md), DSpark T = 50,
+  // 100 SMALL CTAs: 1 split 24.0 us, 2 splits 26.1. Fitted to that one point (the next lower
+  // point, 64 CTAs, wants splits: 57 vs 27 us); re-check on SM120, where SMALL is one per SM.
+  if (ctas > 0 && ctas < target && 4 * ctas < 3 * int64_t(d.sms)) {
+    splits = int(target / ctas);
+    if (splits > tiles) splits = tiles;
+    if (splits > kMaxSplits) splits = kMaxSplits;
+    if (splits < 1) splits = 1;
+  }
+  plan->num_splits = splits;
+  return true;
+}
+
+}  // namespace dsparkctl

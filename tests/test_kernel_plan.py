@@ -1,0 +1,112 @@
+"""The kernel's launch plan (kernels/sparse_mla_plan.h) as a pure function, driven on the CPU
+through a host-only harness: which layout, heads per CTA and split count the automatic plan
+picks for the bench shapes on an H200 and on an SM120-class GPU. The H200 expectations are
+the plans the device runs printed (bench/kernel_timeline.sh) and the rules' A/Bs
+(kernels/NOTES.md: v5-v19); a rule change shows up here shape by shape."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from dsparkctl.kernel import build
+
+ROOT = Path(__file__).resolve().parent.parent
+AUTO, LARGE, SMALL, SMALL16, LARGE16 = 0, 1, 2, 3, 4
+
+# Device facts. Shared memory of a 64-head LARGE CTA and a 16-head one (Cfg<4, 64>::SMEM,
+# Cfg<1, 64>::SMEM when this was written); only which side of the opt-in limit they fall on
+# matters to the plan.
+SMEM_LARGE, SMEM_LARGE16 = 202_240, 131_200
+H200 = dict(sms=132, optin=232_448, occ=(2, 2, 1, 1, 1))  # SMALL 2 per SM, LARGE 1
+SM120 = dict(sms=188, optin=101_376, occ=(1, 1, 0, 0, 0))  # RTX PRO 6000: SMALL only, 1 per SM
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    cxx = shutil.which("c++") or shutil.which("g++")
+    if cxx is None:
+        pytest.skip("no C++ compiler")
+    exe = tmp_path_factory.mktemp("plan") / "plan"
+    cmd = [cxx, "-std=c++17", "-O1", f"-I{build.kernels_dir()}", str(ROOT / "tests" / "kernel_plan_harness.cpp"), "-o", str(exe)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return exe
+
+
+def plans(exe: Path, dev: dict, cases: list[tuple[int, int, int, int, int, int]]) -> list[tuple[int, ...] | None]:
+    """cases: (T, H, topk, extra_topk, config, requested_splits) -> (config, heads, tile, splits)."""
+    occ = " ".join(map(str, dev["occ"]))
+    lines = [f"{dev['sms']} {dev['optin']} {SMEM_LARGE} {SMEM_LARGE16} {occ} " + " ".join(map(str, c)) for c in cases]
+    out = subprocess.run([str(exe)], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True).stdout
+    res = [None if r == "invalid" else tuple(int(x) for x in r.split()) for r in out.split("\n") if r]
+    assert len(res) == len(cases)
+    return res
+
+
+# (T, H, topk, extra) -> (layout, heads per CTA, tile, splits) under AUTO on the H200
+H200_AUTO = {
+    (1, 16, 128, 512): (SMALL, 16, 32, 20),
+    (1, 64, 128, 512): (SMALL, 16, 32, 20),  # 16-head SMALL CTAs, one tile each (v6)
+    (1, 64, 128, 1024): (LARGE, 16, 64, 18),  # LARGE16, one tile each in one wave (v18)
+    (1, 128, 128, 512): (LARGE, 16, 64, 10),  # v18
+    (1, 128, 128, 1024): (SMALL, 16, 32, 33),  # LARGE16 would need 2 tiles in some CTAs
+    (5, 64, 192, 0): (SMALL, 16, 32, 6),  # DSpark draft
+    (10, 64, 192, 0): (LARGE, 16, 64, 3),  # v18
+    (25, 64, 192, 0): (LARGE, 16, 64, 1),  # DSpark verify: no split, no combine (v19)
+    (50, 64, 192, 0): (SMALL, 32, 32, 1),  # few LARGE tiles: SMALL, no split (v12, v13)
+    (5, 64, 192, 512): (SMALL, 16, 32, 13),
+    (50, 64, 192, 512): (LARGE, 64, 64, 2),
+    (64, 64, 128, 1024): (LARGE, 64, 64, 2),
+    (64, 128, 128, 1024): (LARGE, 64, 64, 1),
+}
+
+
+def test_h200_automatic_plan_of_the_bench_shapes(harness: Path) -> None:
+    cases = [(*k, AUTO, 0) for k in H200_AUTO]
+    got = dict(zip(H200_AUTO, plans(harness, H200, cases), strict=True))
+    wrong = {k: (got[k], v) for k, v in H200_AUTO.items() if got[k] != v}
+    assert not wrong, wrong
+
+
+def test_sm120_plans_never_take_a_large_layout(harness: Path) -> None:
+    """SM120 / SM121 fit only the SMALL layouts (99 KB of shared memory per block): whatever
+    the shape or a forced config asks, AUTO never resolves to LARGE there."""
+    shapes = [(t, h, k, e) for t in (1, 5, 25, 50, 64) for h in (16, 64, 128) for k, e in ((128, 512), (192, 0), (128, 1024))]
+    got = plans(harness, SM120, [(*s, AUTO, 0) for s in shapes])
+    assert all(p is not None and p[0] == SMALL and p[2] == 32 for p in got), got
+    # latency-bound calls still get 16-head CTAs, one tile each, filling the SMs
+    t1 = dict(zip(shapes, got, strict=True))[(1, 64, 128, 512)]
+    assert t1 == (SMALL, 16, 32, 20)
+
+
+def test_forced_layouts_and_split_requests(harness: Path) -> None:
+    got = plans(harness, H200, [
+        (1, 64, 128, 512, LARGE16, 0),
+        (1, 64, 128, 512, SMALL16, 0),
+        (1, 64, 128, 512, LARGE, 0),
+        (1, 8, 128, 512, SMALL, 0),
+        (7, 40, 1024, 200, SMALL, 5),
+        (7, 40, 1024, 200, LARGE16, 500),  # clamped to kMaxSplits
+    ])  # fmt: skip
+    assert got[0][:3] == (LARGE, 16, 64) and got[1][:3] == (SMALL, 16, 32)
+    assert got[2][:3] == (LARGE, 64, 64) and got[3][:3] == (SMALL, 16, 32)
+    assert got[4] == (SMALL, 32, 32, 5) and got[5] == (LARGE, 16, 64, 64)
+    # every automatic split count stays within [1, kMaxSplits] and the tiles
+    shapes = [(t, h, k, e) for t in (1, 2, 3, 8, 33, 300) for h in (1, 24, 128) for k, e in ((1, 0), (2048, 0), (64, 96))]
+    for (t, h, k, e), p in zip(shapes, plans(harness, H200, [(*s, AUTO, 0) for s in shapes]), strict=True):
+        tiles = -(-k // p[2]) + -(-e // p[2])
+        assert 1 <= p[3] <= min(64, max(tiles, 1)), ((t, h, k, e), p)
+
+
+def test_bad_arguments_are_rejected(harness: Path) -> None:
+    got = plans(harness, H200, [
+        (1, 0, 128, 0, AUTO, 0), (1, 129, 128, 0, AUTO, 0), (1, 8, 0, 0, AUTO, 0),
+        (1, 8, 128, -1, AUTO, 0), (-1, 8, 128, 0, AUTO, 0), (1, 8, 128, 0, 9, 0),
+    ])  # fmt: skip
+    assert got == [None] * 6
+    # T = 0 is a valid (empty) call
+    assert plans(harness, H200, [(0, 8, 128, 0, AUTO, 0)])[0] is not None
