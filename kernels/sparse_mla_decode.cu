@@ -1250,8 +1250,8 @@ cudaError_t sparse_mla_decode_plan(int device, int T, int H, int topk, int extra
   d.smem_optin = di.smem_optin;
   d.smem_large = Cfg<4, 64>::SMEM;
   d.smem_large16 = Cfg<1, 64>::SMEM;
-  // Occupancy queries only for the layouts this call can take (each is cached per device);
-  // LARGE ones only where they fit (SM120 / SM121 never).
+  // The occupancy of every layout that fits (each query is cached per device); the LARGE ones
+  // are not asked where they do not fit (SM120 / SM121).
   d.occ_small16 = plan_blocks_per_sm(device, kConfigSmall, 16);
   d.occ_small32 = plan_blocks_per_sm(device, kConfigSmall, 32);
   d.occ_large16 = d.smem_optin >= d.smem_large16 ? plan_blocks_per_sm(device, kConfigLarge, 16) : 0;
