@@ -48,7 +48,6 @@ struct SparseMlaParams {
   int lse_base2_sink = 0;
 };
 
-
 // Shape-only planning (no device synchronisation, safe inside CUDA-graph capture).
 // requested_splits == 0: heuristic that fills the GPU; else clamped to [1, kMaxSplits].
 cudaError_t sparse_mla_decode_plan(int device, int T, int H, int topk, int extra_topk,

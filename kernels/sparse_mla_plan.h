@@ -54,6 +54,9 @@ inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int 
   bool heads16 = config == kConfigSmall16 || config == kConfigLarge16;
   if (config == kConfigSmall16) config = kConfigSmall;
   if (config == kConfigLarge16) config = kConfigLarge;
+  // Tiles per token at the full topk (+ extra topk): 32-candidate (SMALL) and 64-candidate (LARGE).
+  const int tiles_s = (topk + 31) / 32 + (extra_topk + 31) / 32;
+  const int tiles_l = (topk + 63) / 64 + (extra_topk + 63) / 64;
   if (config == kConfigAuto && H > 16) {
     // Latency-bound calls (T = 1, short drafts): when 16-head SMALL CTAs, one per SM, can
     // each take a single tile, use them. A CTA's time at one tile grows with its heads (v5
@@ -64,7 +67,6 @@ inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int 
     // H200 sweep had 16 heads/CTA ahead at 144-240 CTA-tiles (T = 1 H = 64 +1024 14.2 vs
     // 15.0 us, H = 128 +512 13.4 vs 13.8, DSpark T = 10 13.4 vs 14.2) and behind from 320
     // (T = 8 H = 32 +512 18.1 vs 16.3).
-    const int tiles_s = (topk + 31) / 32 + (extra_topk + 31) / 32;
     const int64_t ctas16 = int64_t(T) * ((H + 15) / 16);
     const int64_t wave16 = int64_t(d.sms) * d.blocks_per_sm(kConfigSmall, 16);
     // v10: at >= 64 heads also up to 5/3 of that wave (v9 H200 sweep, automatic split count:
@@ -79,7 +81,6 @@ inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int 
     // cost (same-call sweep: T = 1 H = 128 +512 10.8 vs 11.5-11.7, H = 64 +1024 11.0 vs
     // 11.2-11.3, DSpark T = 10 11.4 vs 11.7-11.8; and where LARGE16 needs a second tile per
     // CTA it loses: T = 1 H = 128 +1024 15.9 vs 14.6). Only where the layout fits (not SM120).
-    const int tiles_l = (topk + 63) / 64 + (extra_topk + 63) / 64;
     const bool fits_large16 = d.smem_optin >= d.smem_large16;
     // v19: and without a split where one 16-head CTA per SM already covers >= 3/4 of the SMs
     // and each holds <= 3 tiles of 64: no fp32 partials and no combine, which at DSpark
@@ -102,7 +103,6 @@ inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int 
     const bool fits_large = d.smem_optin >= d.smem_large;
     config = kConfigSmall;
     if (fits_large && H > 16) {
-      const int tiles_s = (topk + 31) / 32 + (extra_topk + 31) / 32;
       const int64_t ctas_s = int64_t(T) * ((H + 31) / 32);
       const int64_t target_s = int64_t(d.sms) * d.blocks_per_sm(kConfigSmall, 32);
       const bool one_tile_small = ctas_s > 0 && target_s / ctas_s >= tiles_s;
@@ -110,7 +110,7 @@ inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int 
       // nothing to amortise its 64-head tile over, and its 64-candidate granularity wastes
       // more of a partial last tile (DSpark: 133 valid of 192). Full v12 sweep on the H200,
       // DSpark T = 25 / 50: SMALL 18.3 / 26.8 us, LARGE 19.4 / 27.8.
-      const bool few_tiles = (topk + 63) / 64 + (extra_topk + 63) / 64 <= 3;
+      const bool few_tiles = tiles_l <= 3;
       if (!(one_tile_small && (H > 32 || T == 1)) && !few_tiles) config = kConfigLarge;
     }
   }
@@ -123,7 +123,7 @@ inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int 
     plan->num_splits = requested_splits < kMaxSplits ? requested_splits : kMaxSplits;
     return true;
   }
-  const int tiles = (topk + plan->tile_n - 1) / plan->tile_n + (extra_topk + plan->tile_n - 1) / plan->tile_n;
+  const int tiles = config == kConfigLarge ? tiles_l : tiles_s;
   const int64_t ctas = int64_t(T) * head_blocks;
   // Fill one wave of co-resident CTAs (1 per SM for LARGE, 2 for SMALL on Hopper), never
   // start a partial second one (a 2-wave grid with a thin second wave measured slower).
