@@ -34,7 +34,7 @@ constexpr int kDN = 448;        // FP8 nope dims
 constexpr int kRowBytes = 576;  // data bytes per token
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
-constexpr int kSRow = kD + 8;  // smem row stride (bf16) of Q and KV: 1040 B, ldmatrix conflict-free
+constexpr int kSRow = kD + 8;  // smem row stride (bf16) of Q and KV (padded rows): 1040 B, ldmatrix conflict-free
 constexpr int kORow = kD + 8;  // smem row stride (fp32) of the epilogue's staged output rows
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
@@ -129,6 +129,22 @@ struct Cfg {
   static_assert(BN % 16 == 0, "BN multiple of 16");
 };
 
+// Element (r, k) of a [R][512] Q or KV tile in shared memory, swizzled (v20: the sm_90a wgmma
+// tiles only; everywhere else rows are padded to kSRow). K-major with the 128-byte swizzle
+// wgmma reads by descriptor: the 512 dims are 8 blocks of 64 (block b at b * R * 128 bytes), a
+// row is 128 contiguous bytes of its block, and its 16-byte piece j sits at position j ^ (r % 8).
+// Any 8 consecutive rows (from a multiple of 8) at one piece are 8 bank groups, so ldmatrix
+// reads of it are conflict-free too. Needs R % 8 == 0 and a 1 KB-aligned tile base (wgmma
+// applies the XOR to address bits 4-6 from bits 7-9). The portable path keeps padded rows: with
+// this layout its address arithmetic cost 0.1-2.3 us per call on the H200's 32-candidate
+// tiles (DSpark T = 50 +2.3 us; bench/results/kernel_h200_v20/), and the padded branches are
+// written as v13 wrote them, so every portable kernel's SASS is v13's.
+template <int R>
+__device__ __forceinline__ int sw128_off(int r, int k) {
+  static_assert(R % 8 == 0, "swizzled tiles hold whole 8-row groups");
+  return (k >> 6) * (R * 64) + r * 64 + ((((k >> 3) ^ r) & 7) << 3) + (k & 7);
+}
+
 // ---------------------------------------------------------------- PTX helpers
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -185,6 +201,60 @@ __device__ __forceinline__ void mma_f16(float (&d)[4], const uint32_t (&a)[4], u
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+// ---- sm_90a only: wgmma for LARGE's S (v20). The bodies compile to nothing for other targets,
+// and the kernel only calls them where kWgmma is true (sm_90a builds, 64 x 64 tiles).
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) && !defined(DSPARKCTL_NO_WGMMA)
+#define DSPARKCTL_WGMMA 1
+#else
+#define DSPARKCTL_WGMMA 0
+#endif
+// Descriptor of a K-major operand in sw128_off's layout: 128-byte swizzle (layout type 1), 8-row
+// groups 1 KB apart (stride byte offset), leading byte offset unused for this swizzle (1).
+// Start address in 16-byte units in bits 0-13; a k-step adds its byte offset / 16 there.
+__device__ __forceinline__ uint64_t wgmma_desc_sw128(const void* p) {
+  return uint64_t((smem_u32(p) & 0x3ffffu) >> 4) | (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) |
+         (uint64_t(1) << 62);
+}
+__device__ __forceinline__ void wgmma_fence() {
+#if DSPARKCTL_WGMMA
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wgmma_commit_wait() {
+#if DSPARKCTL_WGMMA
+  asm volatile("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#endif
+}
+// Shared-memory writes by ordinary stores become visible to wgmma (the async proxy) only
+// after this fence by the writing threads, before the barrier that orders them.
+__device__ __forceinline__ void fence_proxy_async_smem() {
+#if DSPARKCTL_WGMMA
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+// D[64 x 32] += A[64 x 16] . B[32 x 16]^T, both K-major by descriptor, fp32 accumulators in
+// the mma.sync m16n8 C layout: warp w % 4 of the warpgroup holds rows 16 (w % 4) + lane / 4
+// (+ 8), d[n][.] the columns 8 n + 2 (lane % 4) (+ 1).
+template <bool BF16>
+__device__ __forceinline__ void wgmma_m64n32k16(float (&d)[4][4], uint64_t da, uint64_t db) {
+#if DSPARKCTL_WGMMA
+#define DSPARKCTL_WGMMA_ARGS                                                                               \
+  " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 0, 0;\n}\n" \
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]),         \
+        "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),         \
+        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3])                                        \
+      : "l"(da), "l"(db), "r"(1)
+  if constexpr (BF16) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\nwgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16"
+                 DSPARKCTL_WGMMA_ARGS);
+  } else {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\nwgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16"
+                 DSPARKCTL_WGMMA_ARGS);
+  }
+#undef DSPARKCTL_WGMMA_ARGS
+#endif
+}
+
 // 2^k for any int k: exact wherever fp32 holds the power (denormals included), 0 below, inf
 // above. Branch-free (selects): it is inlined at every use.
 __device__ __forceinline__ float pow2i(int k) {
@@ -310,7 +380,7 @@ struct Tile {
   // Chunks go in groups of up to G: the group's staged bytes and scale bytes are all read
   // before any is converted, so the shared-memory latencies overlap; G bounds the registers
   // that holds (LARGE and 32-head SMALL already sit at their register caps).
-  template <int G>
+  template <int G, bool SW>
   static __device__ __forceinline__ void store_nope(const uint8_t* sRaw, const uint8_t* sScale, __nv_bfloat16* sKV,
                                                     int tid, uint32_t maxb, int j0) {
     Vec rn[G];
@@ -338,23 +408,34 @@ struct Tile {
           o[2 * i] = fp8x2_to_f16x2(w[i] & 0xffffu, mult);
           o[2 * i + 1] = fp8x2_to_f16x2(w[i] >> 16, mult);
         }
-        uint4* dst = reinterpret_cast<uint4*>(sKV + cand * kSRow + ch * VEC);
         if constexpr (VEC == 16) {
-          // Odd lanes write their second half first, so each store instruction of a warp
-          // covers consecutive 16-byte words (no 2-way bank conflict from the 32-byte stride).
+          // Padded rows: odd lanes write their second half first, so each store instruction of
+          // a warp covers consecutive 16-byte words (no 2-way bank conflict from the 32-byte
+          // stride). Swizzled: the chunk's two pieces (2ch, 2ch + 1) repeat their positions
+          // every 4 chunks (next 64-dim block), so chunks 4-7 of each 8 write their odd piece
+          // first: a quarter-warp's stores then cover 8 bank groups (bank simulation: 4
+          // wavefronts per store instruction, the minimum; without the swap 7.4).
           const uint4 a = make_uint4(o[0], o[1], o[2], o[3]);
           const uint4 b = make_uint4(o[4], o[5], o[6], o[7]);
-          const bool odd = tid & 1;
-          dst[odd ? 1 : 0] = odd ? b : a;
-          dst[odd ? 0 : 1] = odd ? a : b;
+          if constexpr (SW) {
+            const int sw = (ch >> 2) & 1;
+            *reinterpret_cast<uint4*>(sKV + sw128_off<BN>(cand, ch * 16 + sw * 8)) = sw ? b : a;
+            *reinterpret_cast<uint4*>(sKV + sw128_off<BN>(cand, ch * 16 + (sw ^ 1) * 8)) = sw ? a : b;
+          } else {
+            uint4* dst = reinterpret_cast<uint4*>(sKV + cand * kSRow + ch * VEC);
+            const bool odd = tid & 1;
+            dst[odd ? 1 : 0] = odd ? b : a;
+            dst[odd ? 0 : 1] = odd ? a : b;
+          }
         } else {
+          uint4* dst = reinterpret_cast<uint4*>(SW ? sKV + sw128_off<BN>(cand, ch * 8) : sKV + cand * kSRow + ch * VEC);
           dst[0] = make_uint4(o[0], o[1], o[2], o[3]);
         }
       }
     }
   }
 
-  template <int G>
+  template <int G, bool SW>
   static __device__ __forceinline__ void store(const uint8_t* sRaw, const uint8_t* sScale, __nv_bfloat16* sKV,
                                                uint32_t maxb) {
     const int tid = tid_fresh();
@@ -369,11 +450,12 @@ struct Tile {
       const int r = tid + j * kThreads;
       if (ROPE % kThreads == 0 || r < ROPE) {
         const int cand = r / RCPC;
-        *reinterpret_cast<Vec*>(sKV + cand * kSRow + kDN + (r - cand * RCPC) * (VEC / 2)) = rr[j];
+        *reinterpret_cast<Vec*>(SW ? sKV + sw128_off<BN>(cand, kDN + (r - cand * RCPC) * (VEC / 2))
+                                   : sKV + cand * kSRow + kDN + (r - cand * RCPC) * (VEC / 2)) = rr[j];
       }
     }
 #pragma unroll
-    for (int j0 = 0; j0 < NPT_N; j0 += G) store_nope<G>(sRaw, sScale, sKV, tid, maxb, j0);
+    for (int j0 = 0; j0 < NPT_N; j0 += G) store_nope<G, SW>(sRaw, sScale, sKV, tid, maxb, j0);
   }
 };
 
@@ -478,7 +560,11 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     sparse_mla_decode_kernel(const SparseMlaParams p, int num_splits, int head_blocks) {
   using C = Cfg<MT, BN>;
   using TileT = Tile<BN, VEC>;
-  extern __shared__ __align__(128) uint8_t smem[];
+  // sm_90a: S of the 64 x 64 tiles by wgmma (one warpgroup per 32 candidates, v20)
+  constexpr bool kWgmma = DSPARKCTL_WGMMA && C::M == 64 && BN == 64;
+  static_assert(!kWgmma || (C::NWN == 2 && C::NTW == 4), "wgmma S: two warpgroups of 64 x 32");
+  static_assert(!kWgmma || (C::OFF_Q % 1024 == 0 && C::OFF_KV % 1024 == 0), "wgmma tiles on 1 KB boundaries");
+  extern __shared__ __align__(DSPARKCTL_WGMMA ? 1024 : 128) uint8_t smem[];  // 1 KB: wgmma's swizzle
   __nv_bfloat16* sQ = reinterpret_cast<__nv_bfloat16*>(smem + C::OFF_Q);
   __nv_bfloat16* sKV = reinterpret_cast<__nv_bfloat16*>(smem + C::OFF_KV);
   __nv_bfloat16* sP = reinterpret_cast<__nv_bfloat16*>(smem + C::OFF_P);
@@ -651,7 +737,8 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
 #pragma unroll
       for (int j = 0; j < 4; ++j) w[j] = pack_f16(bf16_lo(w[j]) * f, bf16_hi(w[j]) * f);
     }
-    *reinterpret_cast<uint4*>(sQ + r * kSRow + (tid % (kD / 8)) * 8) = v;
+    *reinterpret_cast<uint4*>(kWgmma ? sQ + sw128_off<C::M>(r, (tid % (kD / 8)) * 8)
+                                     : sQ + r * kSRow + (tid % (kD / 8)) * 8) = v;
   }
   // Exponent of the nope accumulators (o[.][0..6] hold O / 2^e_run); none yet.
   int e_run = -(1 << 20);
@@ -665,7 +752,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     const uint32_t maxb = tile_max_scale<BN>(sScale + (it & 1) * BN * 8, lane);
     const int e_tile = int(maxb) - 127;
     const int e_new = e_run > e_tile ? e_run : e_tile;
-    TileT::template store<C::DEQ_GROUP>(sRaw, sScale + (it & 1) * BN * 8, sKV, maxb);
+    TileT::template store<C::DEQ_GROUP, kWgmma>(sRaw, sScale + (it & 1) * BN * 8, sKV, maxb);
     DSPARKCTL_TL_MARK(10);
     if (it + 1 < tile_end) {
       const SparseMlaCache* c; int pos0, len;
@@ -680,6 +767,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       next_id = load_id(*c, t, pos0 + tid, len);
     }
     const int64_t* sValid = sOff + (it & 1) * 2 * BN;  // this tile's row offsets (-1 = invalid)
+    if constexpr (kWgmma) fence_proxy_async_smem();  // the dequantized tile (and Q) for wgmma
     __syncthreads();
     DSPARKCTL_TL_MARK(11);
 
@@ -693,6 +781,30 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     const int cn = nw * (C::NTW * 8);
     const Pow2Pair s_nope[2] = {Pow2Pair(q_shift[0] + e_tile), Pow2Pair(q_shift[1] + e_tile)};
     if (s_active) {
+      if constexpr (kWgmma) {
+        // sm_90a, 64 heads x 64 candidates: warpgroup nw computes S for its 32 candidates with
+        // wgmma (Q and K read by descriptor from the same swizzled tiles; S's fragments are
+        // laid out as the mma.sync path's, so everything after S is shared). The nope sum is
+        // scaled before the rope k-steps add to it, as in the mma.sync path.
+        const uint64_t dq = wgmma_desc_sw128(sQ);
+        const uint64_t dk = wgmma_desc_sw128(sKV + cn * 64);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < kDN / 16; ++kk)
+          wgmma_m64n32k16<false>(sacc, dq + (((kk >> 2) * C::M * 128 + (kk & 3) * 32) >> 4),
+                                 dk + (((kk >> 2) * BN * 128 + (kk & 3) * 32) >> 4));
+        wgmma_commit_wait();
+#pragma unroll
+        for (int n = 0; n < C::NTW; ++n)
+#pragma unroll
+          for (int c = 0; c < 4; ++c) sacc[n][c] = s_nope[c >> 1](sacc[n][c]);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = kDN / 16; kk < kD / 16; ++kk)
+          wgmma_m64n32k16<true>(sacc, dq + (((kk >> 2) * C::M * 128 + (kk & 3) * 32) >> 4),
+                                dk + (((kk >> 2) * BN * 128 + (kk & 3) * 32) >> 4));
+        wgmma_commit_wait();
+      } else {
       const __nv_bfloat16* qa = sQ + (rm + (lane & 15)) * kSRow + (lane >> 4) * 8;
       if constexpr (C::NTW == 1) {
         // One n-tile per warp: two accumulators over even / odd k-steps, so consecutive
@@ -756,6 +868,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
           mma_bf16(sacc[2 * pr], a, b[0], b[1]);
           mma_bf16(sacc[2 * pr + 1], a, b[2], b[3]);
         }
+      }
       }
       }
       DSPARKCTL_TL_MARK(20);
@@ -869,10 +982,17 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     // rope n-tile, so every warp runs 9 n-tile passes per k-step (v11: 16).
     const int dn0 = warp * 56;
     const int dr0 = kDN + warp * 8;
+    // Swizzled tiles (wgmma builds): V rows ks * 16 + 8 (i8 % 2) + lane % 8 (all lane % 8
+    // modulo 8); this warp's pieces 7 warp + 2 np + i8 / 2 (np < 3), then its seventh nope
+    // piece or its rope piece, at positions (piece ^ lane) % 8 of their 64-dim blocks.
+    const int i8 = lane >> 3;
+    auto vpos = [&](int piece) { return (piece >> 3) * (BN * 64) + (((piece ^ lane) & 7) << 3); };
+    const int vp0 = warp * 7 + (i8 >> 1);
+    const int voff[4] = {vpos(vp0), vpos(vp0 + 2), vpos(vp0 + 4), vpos((i8 >> 1) ? kDN / 8 + warp : warp * 7 + 6)};
 #pragma unroll
     for (int ks = 0; ks < BN / 16; ++ks) {
-      const int i8 = lane >> 3;
-      const __nv_bfloat16* vrow = sKV + (ks * 16 + (i8 & 1) * 8 + (lane & 7)) * kSRow;
+      const __nv_bfloat16* vrow = kWgmma ? sKV + (ks * 16 + (i8 & 1) * 8 + (lane & 7)) * 64
+                                         : sKV + (ks * 16 + (i8 & 1) * 8 + (lane & 7)) * kSRow;
       uint32_t pa[MT][4];
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
@@ -880,7 +1000,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
 #pragma unroll
       for (int np = 0; np < 3; ++np) {
         uint32_t b[4];
-        ldsm_x4_t(b, vrow + dn0 + (np * 2 + (i8 >> 1)) * 8);
+        ldsm_x4_t(b, vrow + (kWgmma ? voff[np] : dn0 + (np * 2 + (i8 >> 1)) * 8));
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
           mma_f16(o[mt][2 * np], pa[mt], b[0], b[1]);
@@ -888,7 +1008,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         }
       }
       uint32_t b[4];  // nope n-tile 6 and the rope n-tile in one ldmatrix
-      ldsm_x4_t(b, vrow + ((i8 >> 1) ? dr0 : dn0 + 48));
+      ldsm_x4_t(b, vrow + (kWgmma ? voff[3] : ((i8 >> 1) ? dr0 : dn0 + 48)));
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) mma_f16(o[mt][6], pa[mt], b[0], b[1]);
 #pragma unroll
