@@ -124,6 +124,52 @@ def test_sm120_register_budget_build_on_hopper(tmp_path: Path) -> None:
             assert b[k][1] == 0, (k, b[k])  # no spills in the SMALL layouts (SM120's only ones)
 
 
+@pytest.mark.skipif(build.find_nvcc() is None, reason="nvcc not installed: cannot compile-check CUDA")
+def test_wgmma_only_in_the_sm90a_64x64_tiles(tmp_path: Path) -> None:
+    """v20 computes S of the 64-head x 64-candidate tiles with wgmma on sm_90a. wgmma does not
+    exist on SM120 / SM121, and every other layout must stay on the portable mma.sync path
+    (its SASS is v13's), so: wgmma and the async-proxy fence appear in exactly the two sm_90a
+    <4,64,VEC> kernels, in no other kernel, and nowhere in sm_120a or in a -DDSPARKCTL_NO_WGMMA
+    Hopper build. PTX only (no ptxas): a few seconds per target."""
+    src = build.kernels_dir() / build.KERNEL_SOURCE
+    nvcc = str(build.find_nvcc())
+    targets = {
+        "sm_90a": ["-arch=sm_90a"],
+        "sm_120a": ["-arch=sm_120a"],
+        "sm_90a_no_wgmma": ["-arch=sm_90a", "-DDSPARKCTL_NO_WGMMA"],
+    }
+    procs = {
+        k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for k, f in targets.items()
+    }  # fmt: skip
+    for k, proc in procs.items():
+        out, _ = proc.communicate(timeout=600)
+        assert proc.returncode == 0, f"{k}:\n{out}"
+
+    def entries(k: str) -> dict[str, str]:
+        text = (tmp_path / f"{k}.ptx").read_text()
+        parts = re.split(r"^(?:\.visible )?\.entry ", text, flags=re.M)[1:]
+        res = {}
+        for part in parts:
+            m = re.match(r"\S*?(sparse_mla_(?:decode|combine)_kernelILi\d+ELi\d+(?:ELi\d+)?E)", part)
+            assert m, part[:200]
+            res[m[1]] = part
+        return res
+
+    hopper = entries("sm_90a")
+    assert len(hopper) >= 10, sorted(hopper)
+    with_wgmma = {name for name, body in hopper.items() if "wgmma.mma_async" in body}
+    assert with_wgmma == {f"sparse_mla_decode_kernelILi4ELi64ELi{v}E" for v in (8, 16)}, sorted(with_wgmma)
+    for name in with_wgmma:
+        body = hopper[name]
+        assert body.count("wgmma.mma_async") == 32, name  # 28 fp16 nope + 4 bf16 rope k-steps
+        assert "fence.proxy.async.shared::cta" in body and "wgmma.wait_group" in body, name
+    for k in ("sm_120a", "sm_90a_no_wgmma"):
+        text = (tmp_path / f"{k}.ptx").read_text()
+        assert "wgmma" not in text and "fence.proxy.async" not in text, k
+
+
 def test_every_kernel_source_is_hashed_and_shipped() -> None:
     """A source added under kernels/ but missing from build.source_files() would neither
     invalidate the build cache when it changes nor be copied for install-kernels."""
