@@ -788,11 +788,11 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         // scaled before the rope k-steps add to it, as in the mma.sync path.
         const uint64_t dq = wgmma_desc_sw128(sQ);
         const uint64_t dk = wgmma_desc_sw128(sKV + cn * 64);
+        // k-step kk of a [rows][512] swizzled tile: 64-dim block kk / 4, 32 bytes per k-step in it
+        auto kstep = [](int kk, int rows) { return uint64_t(((kk >> 2) * rows * 128 + (kk & 3) * 32) >> 4); };
         wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < kDN / 16; ++kk)
-          wgmma_m64n32k16<false>(sacc, dq + (((kk >> 2) * C::M * 128 + (kk & 3) * 32) >> 4),
-                                 dk + (((kk >> 2) * BN * 128 + (kk & 3) * 32) >> 4));
+        for (int kk = 0; kk < kDN / 16; ++kk) wgmma_m64n32k16<false>(sacc, dq + kstep(kk, C::M), dk + kstep(kk, BN));
         wgmma_commit_wait();
 #pragma unroll
         for (int n = 0; n < C::NTW; ++n)
@@ -800,9 +800,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
           for (int c = 0; c < 4; ++c) sacc[n][c] = s_nope[c >> 1](sacc[n][c]);
         wgmma_fence();
 #pragma unroll
-        for (int kk = kDN / 16; kk < kD / 16; ++kk)
-          wgmma_m64n32k16<true>(sacc, dq + (((kk >> 2) * C::M * 128 + (kk & 3) * 32) >> 4),
-                                dk + (((kk >> 2) * BN * 128 + (kk & 3) * 32) >> 4));
+        for (int kk = kDN / 16; kk < kD / 16; ++kk) wgmma_m64n32k16<true>(sacc, dq + kstep(kk, C::M), dk + kstep(kk, BN));
         wgmma_commit_wait();
       } else {
       const __nv_bfloat16* qa = sQ + (rm + (lane & 15)) * kSRow + (lane >> 4) * 8;
