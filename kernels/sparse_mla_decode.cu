@@ -255,6 +255,49 @@ __device__ __forceinline__ void wgmma_m64n32k16(float (&d)[4][4], uint64_t da, u
 #endif
 }
 
+// D[64 x N] += A[64 x 16] . B[16 x N]: A K-major, B MN-major (transposed: V's rows are the k
+// index), both by descriptor; the P.V of the 64 x 64 tiles (v21). One function per shape:
+// inline asm needs the accumulators spelled out (generated text, N / 2 registers each).
+__device__ __forceinline__ void wgmma_pv_m64n192_f16(float (&d)[24][4], uint64_t da, uint64_t db) {
+#if DSPARKCTL_WGMMA
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, %96, %97, p, 1, 1, 0, 1;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3]), "+f"(d[16][0]), "+f"(d[16][1]), "+f"(d[16][2]), "+f"(d[16][3]), "+f"(d[17][0]), "+f"(d[17][1]), "+f"(d[17][2]), "+f"(d[17][3]), "+f"(d[18][0]), "+f"(d[18][1]), "+f"(d[18][2]), "+f"(d[18][3]), "+f"(d[19][0]), "+f"(d[19][1]), "+f"(d[19][2]), "+f"(d[19][3]), "+f"(d[20][0]), "+f"(d[20][1]), "+f"(d[20][2]), "+f"(d[20][3]), "+f"(d[21][0]), "+f"(d[21][1]), "+f"(d[21][2]), "+f"(d[21][3]), "+f"(d[22][0]), "+f"(d[22][1]), "+f"(d[22][2]), "+f"(d[22][3]), "+f"(d[23][0]), "+f"(d[23][1]), "+f"(d[23][2]), "+f"(d[23][3])
+      : "l"(da), "l"(db), "r"(1));
+#endif
+}
+__device__ __forceinline__ void wgmma_pv_m64n64_bf16(float (&d)[8][4], uint64_t da, uint64_t db) {
+#if DSPARKCTL_WGMMA
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 1;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
+      : "l"(da), "l"(db), "r"(1));
+#endif
+}
+__device__ __forceinline__ void wgmma_pv_m64n64_f16(float (&d)[8][4], uint64_t da, uint64_t db) {
+#if DSPARKCTL_WGMMA
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 1;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
+      : "l"(da), "l"(db), "r"(1));
+#endif
+}
+// Descriptor of an MN-major operand in sw128_off's layout (V as P.V's B): 64-element rows of
+// 128 bytes along N, 8-row groups along K 1 KB apart (stride byte offset), consecutive 64-wide
+// N blocks `block_bytes` apart (leading byte offset).
+[[maybe_unused]] __device__ __forceinline__ uint64_t wgmma_desc_sw128_mn(const void* p, uint32_t block_bytes) {
+#ifdef DSPARKCTL_PV_DESC_SWAP
+  return uint64_t((smem_u32(p) & 0x3ffffu) >> 4) | (uint64_t(1024 >> 4) << 16) | (uint64_t(block_bytes >> 4) << 32) |
+         (uint64_t(1) << 62);
+#else
+  return uint64_t((smem_u32(p) & 0x3ffffu) >> 4) | (uint64_t(block_bytes >> 4) << 16) | (uint64_t(1024 >> 4) << 32) |
+         (uint64_t(1) << 62);
+#endif
+}
+
 // 2^k for any int k: exact wherever fp32 holds the power (denormals included), 0 below, inf
 // above. Branch-free (selects): it is inlined at every use.
 __device__ __forceinline__ float pow2i(int k) {
@@ -563,7 +606,9 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   // sm_90a: S of the 64 x 64 tiles by wgmma (one warpgroup per 32 candidates, v20)
   constexpr bool kWgmma = DSPARKCTL_WGMMA && C::M == 64 && BN == 64;
   static_assert(!kWgmma || (C::NWN == 2 && C::NTW == 4), "wgmma S: two warpgroups of 64 x 32");
-  static_assert(!kWgmma || (C::OFF_Q % 1024 == 0 && C::OFF_KV % 1024 == 0), "wgmma tiles on 1 KB boundaries");
+  static_assert(!kWgmma || (C::OFF_Q % 1024 == 0 && C::OFF_KV % 1024 == 0 && C::OFF_P % 1024 == 0 &&
+                             C::OFF_PLO % 1024 == 0 && C::OFF_P16 % 1024 == 0),
+                "wgmma operands on 1 KB boundaries");
   extern __shared__ __align__(DSPARKCTL_WGMMA ? 1024 : 128) uint8_t smem[];  // 1 KB: wgmma's swizzle
   __nv_bfloat16* sQ = reinterpret_cast<__nv_bfloat16*>(smem + C::OFF_Q);
   __nv_bfloat16* sKV = reinterpret_cast<__nv_bfloat16*>(smem + C::OFF_KV);
@@ -922,9 +967,12 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
           const uint32_t hi = pack_bf16(p0, p1);
           const uint32_t lo = pack_bf16(p0 - bf16_lo(hi), p1 - bf16_hi(hi));
           const int row = rm + (lane >> 2) + 8 * i;
-          *reinterpret_cast<uint32_t*>(sP + row * C::PROW + col) = hi;
-          *reinterpret_cast<uint32_t*>(sPlo + row * C::PROW + col) = lo;
-          *reinterpret_cast<uint32_t*>(sP16 + row * C::PROW + col) = pack_f16(p0 * f16_shift, p1 * f16_shift);
+          // wgmma builds: P [64 heads][64 candidates] in the 128-byte swizzle (one block), the
+          // K-major A operand of the P.V.
+          const int po = kWgmma ? sw128_off<C::M>(row, col) : row * C::PROW + col;
+          *reinterpret_cast<uint32_t*>(sP + po) = hi;
+          *reinterpret_cast<uint32_t*>(sPlo + po) = lo;
+          *reinterpret_cast<uint32_t*>(sP16 + po) = pack_f16(p0 * f16_shift, p1 * f16_shift);
         }
       }
 #pragma unroll
@@ -943,9 +991,71 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       tile_src(it + 2, c, pos0, len);
       publish_id(*c, next_id, sOff + (it & 1) * 2 * BN, BN, tid);
     }
+    if constexpr (kWgmma) fence_proxy_async_smem();  // P for the wgmma P.V
     __syncthreads();
     DSPARKCTL_TL_MARK(13);
 
+    if constexpr (kWgmma) {
+      // ---- v21, sm_90a 64 x 64 tiles: O += P V by wgmma. A thread holds the two S rows it
+      // computed (rm + lane / 4 (+ 8)): warpgroup 0 the nope dims 0-255, warpgroup 1 the nope
+      // dims 256-447 and the rope dims 448-511 (bf16 V, P as hi + lo: two passes), so both
+      // hold 128 accumulators (o's registers, viewed as 32 n8-blocks: dims 256 nw + 8 j).
+      float(&oa)[32][4] = *reinterpret_cast<float(*)[32][4]>(&o[0][0][0]);
+      const float v_shift = pow2i(e_run - e_new);  // nope accumulators to the new V exponent
+      e_run = e_new;
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int row = rm + (lane >> 2) + 8 * i;
+        float mx = m_run[0][i];
+        float rs = 0.f;
+#pragma unroll
+        for (int w = 0; w < C::NWN; ++w) {
+          mx = fmaxf(mx, sRmax[w * C::M + row]);
+          rs += sRsum[w * C::M + row];
+        }
+        const float alpha = mx == -INFINITY ? 1.f : fast_exp2(m_run[0][i] - mx);
+        m_run[0][i] = mx;
+        l_run[0][i] = l_run[0][i] * alpha + rs;
+        const float alpha_nope = alpha * v_shift;
+#pragma unroll
+        for (int j = 0; j < 32; ++j) {
+          const float a = (nw == 0 || j < 24) ? alpha_nope : alpha;
+          oa[j][2 * i] *= a;
+          oa[j][2 * i + 1] *= a;
+        }
+      }
+      const uint64_t dp16 = wgmma_desc_sw128(sP16);
+      const uint64_t dph = wgmma_desc_sw128(sP);
+      const uint64_t dpl = wgmma_desc_sw128(sPlo);
+      const uint64_t dv = wgmma_desc_sw128_mn(sKV, BN * 128);
+      // One branch per warpgroup, each with its own fence / commit / wait, and the same
+      // accumulator views in both (96 + 32 registers): ptxas then pipelines the wgmma (with an
+      // m64n256 view in one branch it serialized them for want of registers, C7511).
+      float(&on)[24][4] = *reinterpret_cast<float(*)[24][4]>(&oa[0][0]);
+      float(&orp)[8][4] = *reinterpret_cast<float(*)[8][4]>(&oa[24][0]);
+      if (nw == 0) {
+        wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < BN / 16; ++ks) {
+          const uint64_t ka = (ks * 32) >> 4;        // 16 candidates of P's 128-byte rows
+          const uint64_t kb = (ks * 16 * 128) >> 4;  // 16 rows of V
+          wgmma_pv_m64n192_f16(on, dp16 + ka, dv + kb);                              // dims 0-191
+          wgmma_pv_m64n64_f16(orp, dp16 + ka, dv + ((3 * BN * 128) >> 4) + kb);      // 192-255
+        }
+        wgmma_commit_wait();
+      } else {
+        wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < BN / 16; ++ks) {
+          const uint64_t ka = (ks * 32) >> 4;
+          const uint64_t kb = (ks * 16 * 128) >> 4;
+          wgmma_pv_m64n192_f16(on, dp16 + ka, dv + ((4 * BN * 128) >> 4) + kb);      // 256-447
+          wgmma_pv_m64n64_bf16(orp, dph + ka, dv + ((7 * BN * 128) >> 4) + kb);      // rope, P hi
+          wgmma_pv_m64n64_bf16(orp, dpl + ka, dv + ((7 * BN * 128) >> 4) + kb);      // rope, P lo
+        }
+        wgmma_commit_wait();
+      }
+    } else {
     // ---- rescale O, update l, O += P V over this warp's 56 nope + 8 rope output dims
     const float v_shift = pow2i(e_run - e_new);  // nope accumulators to the new V exponent
     e_run = e_new;
@@ -980,17 +1090,10 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     // rope n-tile, so every warp runs 9 n-tile passes per k-step (v11: 16).
     const int dn0 = warp * 56;
     const int dr0 = kDN + warp * 8;
-    // Swizzled tiles (wgmma builds): V rows ks * 16 + 8 (i8 % 2) + lane % 8 (all lane % 8
-    // modulo 8); this warp's pieces 7 warp + 2 np + i8 / 2 (np < 3), then its seventh nope
-    // piece or its rope piece, at positions (piece ^ lane) % 8 of their 64-dim blocks.
-    const int i8 = lane >> 3;
-    auto vpos = [&](int piece) { return (piece >> 3) * (BN * 64) + (((piece ^ lane) & 7) << 3); };
-    const int vp0 = warp * 7 + (i8 >> 1);
-    const int voff[4] = {vpos(vp0), vpos(vp0 + 2), vpos(vp0 + 4), vpos((i8 >> 1) ? kDN / 8 + warp : warp * 7 + 6)};
 #pragma unroll
     for (int ks = 0; ks < BN / 16; ++ks) {
-      const __nv_bfloat16* vrow = kWgmma ? sKV + (ks * 16 + (i8 & 1) * 8 + (lane & 7)) * 64
-                                         : sKV + (ks * 16 + (i8 & 1) * 8 + (lane & 7)) * kSRow;
+      const int i8 = lane >> 3;
+      const __nv_bfloat16* vrow = sKV + (ks * 16 + (i8 & 1) * 8 + (lane & 7)) * kSRow;
       uint32_t pa[MT][4];
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
@@ -998,7 +1101,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
 #pragma unroll
       for (int np = 0; np < 3; ++np) {
         uint32_t b[4];
-        ldsm_x4_t(b, vrow + (kWgmma ? voff[np] : dn0 + (np * 2 + (i8 >> 1)) * 8));
+        ldsm_x4_t(b, vrow + dn0 + (np * 2 + (i8 >> 1)) * 8);
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
           mma_f16(o[mt][2 * np], pa[mt], b[0], b[1]);
@@ -1006,7 +1109,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         }
       }
       uint32_t b[4];  // nope n-tile 6 and the rope n-tile in one ldmatrix
-      ldsm_x4_t(b, vrow + (kWgmma ? voff[3] : ((i8 >> 1) ? dr0 : dn0 + 48)));
+      ldsm_x4_t(b, vrow + ((i8 >> 1) ? dr0 : dn0 + 48));
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) mma_f16(o[mt][6], pa[mt], b[0], b[1]);
 #pragma unroll
@@ -1018,6 +1121,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         mma_bf16(o[mt][7], pl, b[2], b[3]);
       }
     }
+    }
     DSPARKCTL_TL_MARK(14);
   }
 
@@ -1028,16 +1132,21 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   // store; the v13 timeline put that at ~1,800 cycles of a 16-head T = 1 CTA (of ~10,500).
   const int dn0 = warp * 56;
   const int dr0 = kDN + warp * 8;
+  const int rm_epi = (warp % MT) * 16;  // wgmma path: this warp's S rows
   const Pow2Pair v_exp(e_run);
   float* sOut = reinterpret_cast<float*>(smem + C::OFF_Q);  // [M][kORow] fp32
   __syncthreads();  // every warp's last P.V is done with sQ / sKV
   DSPARKCTL_TL_MARK(15);
+  // Rows of this thread: v13 path every m-tile's rows (each warp holds all M rows for its dims);
+  // wgmma path (v21) the two S rows, with the dims of its warpgroup.
+  constexpr int kRowBlocks = kWgmma ? 1 : MT;
 #pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
+  for (int mt = 0; mt < kRowBlocks; ++mt) {
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
-      const int row = mt * 16 + (lane >> 2) + 8 * i;
+      const int row = (kWgmma ? rm_epi : mt * 16) + (lane >> 2) + 8 * i;
       const int h = h0 + row;
+      const bool writer = kWgmma ? nw == 0 && (lane & 3) == 0 : warp == 0 && (lane & 3) == 0;
       const bool empty = m_run[mt][i] == -INFINITY;
       const float l = l_run[mt][i];
       const float lse2 = empty ? -INFINITY : m_run[mt][i] + __log2f(l);
@@ -1046,17 +1155,26 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       if (num_splits == 1) {
         const float lse_nat = lse2 * kLn2;
         f = out_factor(empty, l, lse_nat, p.sink, h < p.H ? h : 0);
-        if (h < p.H && warp == 0 && (lane & 3) == 0) p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
+        if (h < p.H && writer) p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
       } else {
         f = empty ? 0.f : 1.f / l;
-        if (h < p.H && warp == 0 && (lane & 3) == 0) p.ws_lse[th * num_splits + split] = lse2;
+        if (h < p.H && writer) p.ws_lse[th * num_splits + split] = lse2;
       }
       const float fn = v_exp(f);  // < 2^-126 only for V scales near 2^-120: outputs ~0 anyway
       float* srow = sOut + row * kORow + (lane & 3) * 2;
+      if constexpr (kWgmma) {
+        const float(&oa)[32][4] = *reinterpret_cast<const float(*)[32][4]>(&o[0][0][0]);
 #pragma unroll
-      for (int n = 0; n < 7; ++n)
-        *reinterpret_cast<float2*>(srow + dn0 + n * 8) = make_float2(o[mt][n][2 * i] * fn, o[mt][n][2 * i + 1] * fn);
-      *reinterpret_cast<float2*>(srow + dr0) = make_float2(o[mt][7][2 * i] * f, o[mt][7][2 * i + 1] * f);
+        for (int j = 0; j < 32; ++j) {
+          const float g = (nw == 0 || j < 24) ? fn : f;
+          *reinterpret_cast<float2*>(srow + nw * 256 + j * 8) = make_float2(oa[j][2 * i] * g, oa[j][2 * i + 1] * g);
+        }
+      } else {
+#pragma unroll
+        for (int n = 0; n < 7; ++n)
+          *reinterpret_cast<float2*>(srow + dn0 + n * 8) = make_float2(o[mt][n][2 * i] * fn, o[mt][n][2 * i + 1] * fn);
+        *reinterpret_cast<float2*>(srow + dr0) = make_float2(o[mt][7][2 * i] * f, o[mt][7][2 * i + 1] * f);
+      }
     }
   }
   DSPARKCTL_TL_MARK(16);

@@ -126,7 +126,7 @@ def test_sm120_register_budget_build_on_hopper(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(build.find_nvcc() is None, reason="nvcc not installed: cannot compile-check CUDA")
 def test_wgmma_only_in_the_sm90a_64x64_tiles(tmp_path: Path) -> None:
-    """v20 computes S of the 64-head x 64-candidate tiles with wgmma on sm_90a. wgmma does not
+    """v20 / v21 compute S and P.V of the 64-head x 64-candidate tiles with wgmma on sm_90a. wgmma does not
     exist on SM120 / SM121, and every other layout must stay on the portable mma.sync path
     (its SASS is v13's), so: wgmma and the async-proxy fence appear in exactly the two sm_90a
     <4,64,VEC> kernels, in no other kernel, and nowhere in sm_120a or in a -DDSPARKCTL_NO_WGMMA
@@ -163,7 +163,10 @@ def test_wgmma_only_in_the_sm90a_64x64_tiles(tmp_path: Path) -> None:
     assert with_wgmma == {f"sparse_mla_decode_kernelILi4ELi64ELi{v}E" for v in (8, 16)}, sorted(with_wgmma)
     for name in with_wgmma:
         body = hopper[name]
-        assert body.count("wgmma.mma_async") == 32, name  # 28 fp16 nope + 4 bf16 rope k-steps
+        # S: 28 fp16 nope + 4 bf16 rope k-steps; P.V (4 k-steps of 16 candidates): warpgroup 0
+        # m64n192 + m64n64 fp16, warpgroup 1 m64n192 fp16 + 2 x m64n64 bf16 (rope, P hi and lo)
+        assert body.count("wgmma.mma_async") == 32 + 4 * 2 + 4 * 3, name
+        assert body.count(".m64n32k16.") == 32 and body.count(".m64n192k16.") == 8, name
         assert "fence.proxy.async.shared::cta" in body and "wgmma.wait_group" in body, name
     for k in ("sm_120a", "sm_90a_no_wgmma"):
         text = (tmp_path / f"{k}.ptx").read_text()
