@@ -1132,7 +1132,6 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   // store; the v13 timeline put that at ~1,800 cycles of a 16-head T = 1 CTA (of ~10,500).
   const int dn0 = warp * 56;
   const int dr0 = kDN + warp * 8;
-  const int rm_epi = (warp % MT) * 16;  // wgmma path: this warp's S rows
   const Pow2Pair v_exp(e_run);
   float* sOut = reinterpret_cast<float*>(smem + C::OFF_Q);  // [M][kORow] fp32
   __syncthreads();  // every warp's last P.V is done with sQ / sKV
@@ -1144,7 +1143,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   for (int mt = 0; mt < kRowBlocks; ++mt) {
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
-      const int row = (kWgmma ? rm_epi : mt * 16) + (lane >> 2) + 8 * i;
+      const int row = (kWgmma ? mw : mt) * 16 + (lane >> 2) + 8 * i;  // wgmma: the S rows (m-tile mw)
       const int h = h0 + row;
       const bool writer = kWgmma ? nw == 0 && (lane & 3) == 0 : warp == 0 && (lane & 3) == 0;
       const bool empty = m_run[mt][i] == -INFINITY;
