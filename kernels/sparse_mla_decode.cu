@@ -256,46 +256,44 @@ __device__ __forceinline__ void wgmma_m64n32k16(float (&d)[4][4], uint64_t da, u
 }
 
 // D[64 x N] += A[64 x 16] . B[16 x N]: A K-major, B MN-major (transposed: V's rows are the k
-// index), both by descriptor; the P.V of the 64 x 64 tiles (v21). One function per shape:
-// inline asm needs the accumulators spelled out (generated text, N / 2 registers each).
+// index), both by descriptor; the P.V of the 64 x 64 tiles (v21). Inline asm needs every
+// accumulator spelled out: N / 2 registers, d[j][c] = register 4 j + c.
+#define DSPARKCTL_ACC8(j) \
+  "+f"(d[j][0]), "+f"(d[j][1]), "+f"(d[j][2]), "+f"(d[j][3]), "+f"(d[j + 1][0]), "+f"(d[j + 1][1]), "+f"(d[j + 1][2]), "+f"(d[j + 1][3])
+#define DSPARKCTL_ACC32(j) DSPARKCTL_ACC8(j), DSPARKCTL_ACC8(j + 2), DSPARKCTL_ACC8(j + 4), DSPARKCTL_ACC8(j + 6)
 __device__ __forceinline__ void wgmma_pv_m64n192_f16(float (&d)[24][4], uint64_t da, uint64_t db) {
 #if DSPARKCTL_WGMMA
   asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, %96, %97, p, 1, 1, 0, 1;\n}\n"
-      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3]), "+f"(d[16][0]), "+f"(d[16][1]), "+f"(d[16][2]), "+f"(d[16][3]), "+f"(d[17][0]), "+f"(d[17][1]), "+f"(d[17][2]), "+f"(d[17][3]), "+f"(d[18][0]), "+f"(d[18][1]), "+f"(d[18][2]), "+f"(d[18][3]), "+f"(d[19][0]), "+f"(d[19][1]), "+f"(d[19][2]), "+f"(d[19][3]), "+f"(d[20][0]), "+f"(d[20][1]), "+f"(d[20][2]), "+f"(d[20][3]), "+f"(d[21][0]), "+f"(d[21][1]), "+f"(d[21][2]), "+f"(d[21][3]), "+f"(d[22][0]), "+f"(d[22][1]), "+f"(d[22][2]), "+f"(d[22][3]), "+f"(d[23][0]), "+f"(d[23][1]), "+f"(d[23][2]), "+f"(d[23][3])
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\nwgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, %96, %97, p, 1, 1, 0, 1;\n}\n"
+      : DSPARKCTL_ACC32(0), DSPARKCTL_ACC32(8), DSPARKCTL_ACC32(16)
       : "l"(da), "l"(db), "r"(1));
 #endif
 }
-__device__ __forceinline__ void wgmma_pv_m64n64_bf16(float (&d)[8][4], uint64_t da, uint64_t db) {
+template <bool BF16>
+__device__ __forceinline__ void wgmma_pv_m64n64(float (&d)[8][4], uint64_t da, uint64_t db) {
 #if DSPARKCTL_WGMMA
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 1;\n}\n"
-      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
-      : "l"(da), "l"(db), "r"(1));
+#define DSPARKCTL_PV64_ARGS \
+  " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 1;\n}\n" \
+      : DSPARKCTL_ACC32(0) : "l"(da), "l"(db), "r"(1)
+  if constexpr (BF16) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\nwgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"
+                 DSPARKCTL_PV64_ARGS);
+  } else {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\nwgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16"
+                 DSPARKCTL_PV64_ARGS);
+  }
+#undef DSPARKCTL_PV64_ARGS
 #endif
 }
-__device__ __forceinline__ void wgmma_pv_m64n64_f16(float (&d)[8][4], uint64_t da, uint64_t db) {
-#if DSPARKCTL_WGMMA
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 1;\n}\n"
-      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
-      : "l"(da), "l"(db), "r"(1));
-#endif
-}
+#undef DSPARKCTL_ACC32
+#undef DSPARKCTL_ACC8
 // Descriptor of an MN-major operand in sw128_off's layout (V as P.V's B): 64-element rows of
 // 128 bytes along N, 8-row groups along K 1 KB apart (stride byte offset), consecutive 64-wide
 // N blocks `block_bytes` apart (leading byte offset).
 [[maybe_unused]] __device__ __forceinline__ uint64_t wgmma_desc_sw128_mn(const void* p, uint32_t block_bytes) {
-#ifdef DSPARKCTL_PV_DESC_SWAP
-  return uint64_t((smem_u32(p) & 0x3ffffu) >> 4) | (uint64_t(1024 >> 4) << 16) | (uint64_t(block_bytes >> 4) << 32) |
-         (uint64_t(1) << 62);
-#else
   return uint64_t((smem_u32(p) & 0x3ffffu) >> 4) | (uint64_t(block_bytes >> 4) << 16) | (uint64_t(1024 >> 4) << 32) |
          (uint64_t(1) << 62);
-#endif
 }
 
 // 2^k for any int k: exact wherever fp32 holds the power (denormals included), 0 below, inf
@@ -1040,7 +1038,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
           const uint64_t ka = (ks * 32) >> 4;        // 16 candidates of P's 128-byte rows
           const uint64_t kb = (ks * 16 * 128) >> 4;  // 16 rows of V
           wgmma_pv_m64n192_f16(on, dp16 + ka, dv + kb);                              // dims 0-191
-          wgmma_pv_m64n64_f16(orp, dp16 + ka, dv + ((3 * BN * 128) >> 4) + kb);      // 192-255
+          wgmma_pv_m64n64<false>(orp, dp16 + ka, dv + ((3 * BN * 128) >> 4) + kb);      // 192-255
         }
         wgmma_commit_wait();
       } else {
@@ -1050,8 +1048,8 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
           const uint64_t ka = (ks * 32) >> 4;
           const uint64_t kb = (ks * 16 * 128) >> 4;
           wgmma_pv_m64n192_f16(on, dp16 + ka, dv + ((4 * BN * 128) >> 4) + kb);      // 256-447
-          wgmma_pv_m64n64_bf16(orp, dph + ka, dv + ((7 * BN * 128) >> 4) + kb);      // rope, P hi
-          wgmma_pv_m64n64_bf16(orp, dpl + ka, dv + ((7 * BN * 128) >> 4) + kb);      // rope, P lo
+          wgmma_pv_m64n64<true>(orp, dph + ka, dv + ((7 * BN * 128) >> 4) + kb);      // rope, P hi
+          wgmma_pv_m64n64<true>(orp, dpl + ka, dv + ((7 * BN * 128) >> 4) + kb);      // rope, P lo
         }
         wgmma_commit_wait();
       }
