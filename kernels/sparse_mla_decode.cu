@@ -208,11 +208,13 @@ __device__ __forceinline__ void mma_f16(float (&d)[4], const uint32_t (&a)[4], u
 #else
 #define DSPARKCTL_WGMMA 0
 #endif
-// Descriptor of a K-major operand in sw128_off's layout: 128-byte swizzle (layout type 1), 8-row
-// groups 1 KB apart (stride byte offset), leading byte offset unused for this swizzle (1).
-// Start address in 16-byte units in bits 0-13; a k-step adds its byte offset / 16 there.
-__device__ __forceinline__ uint64_t wgmma_desc_sw128(const void* p) {
-  return uint64_t((smem_u32(p) & 0x3ffffu) >> 4) | (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) |
+// Descriptor of an operand in sw128_off's layout: 128-byte swizzle (layout type 1), 8-row
+// groups 1 KB apart (stride byte offset), start address in 16-byte units in bits 0-13 (a
+// k-step adds its byte offset / 16 there). The leading byte offset is unused for K-major
+// operands (1, the default) and, for an MN-major one (V as P.V's B), the distance between
+// consecutive 64-wide N blocks.
+__device__ __forceinline__ uint64_t wgmma_desc_sw128(const void* p, uint32_t leading_bytes = 16) {
+  return uint64_t((smem_u32(p) & 0x3ffffu) >> 4) | (uint64_t(leading_bytes >> 4) << 16) | (uint64_t(1024 >> 4) << 32) |
          (uint64_t(1) << 62);
 }
 __device__ __forceinline__ void wgmma_fence() {
@@ -288,13 +290,6 @@ __device__ __forceinline__ void wgmma_pv_m64n64(float (&d)[8][4], uint64_t da, u
 }
 #undef DSPARKCTL_ACC32
 #undef DSPARKCTL_ACC8
-// Descriptor of an MN-major operand in sw128_off's layout (V as P.V's B): 64-element rows of
-// 128 bytes along N, 8-row groups along K 1 KB apart (stride byte offset), consecutive 64-wide
-// N blocks `block_bytes` apart (leading byte offset).
-[[maybe_unused]] __device__ __forceinline__ uint64_t wgmma_desc_sw128_mn(const void* p, uint32_t block_bytes) {
-  return uint64_t((smem_u32(p) & 0x3ffffu) >> 4) | (uint64_t(block_bytes >> 4) << 16) | (uint64_t(1024 >> 4) << 32) |
-         (uint64_t(1) << 62);
-}
 
 // 2^k for any int k: exact wherever fp32 holds the power (denormals included), 0 below, inf
 // above. Branch-free (selects): it is inlined at every use.
@@ -1025,7 +1020,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       const uint64_t dp16 = wgmma_desc_sw128(sP16);
       const uint64_t dph = wgmma_desc_sw128(sP);
       const uint64_t dpl = wgmma_desc_sw128(sPlo);
-      const uint64_t dv = wgmma_desc_sw128_mn(sKV, BN * 128);
+      const uint64_t dv = wgmma_desc_sw128(sKV, BN * 128);  // MN-major: 64-dim blocks BN rows apart
       // One branch per warpgroup, each with its own fence / commit / wait, and the same
       // accumulator views in both (96 + 32 registers): ptxas then pipelines the wgmma (with an
       // m64n256 view in one branch it serialized them for want of registers, C7511).
