@@ -3,6 +3,7 @@
 # compute-sanitizer (memcheck + racecheck) on a small subset, then the benchmark.
 # Logs and results land in $OUT (the device tool's output folder) or ./kernel_run_out.
 #   usage: bash bench/kernel_device_run.sh [TRITON_PEER_PY] [--quick|--short] [--skip-tests] [--no-sanitizer] [--sweep]
+#          [--with-predecessor]  (also time each call after a foreign kernel: bench_kernel.py --with-predecessor)
 # On Hopper the GPU tests run twice: on the shipped build, and on a build with SM120's register
 # budget for the SMALL layouts (-DDSPARKCTL_SMALL_MIN_BLOCKS=1: no 128-register cap, so ptxas
 # allocates as it does for sm_120a), with memcheck on that one's sanitizer subset too.
@@ -13,13 +14,14 @@ OUT=${OUT:-$PWD/kernel_run_out}
 mkdir -p "$OUT"
 PEER=${1:-}
 case "$PEER" in --*) PEER="";; esac
-QUICK=""; SKIP_TESTS=""; SWEEP=""; NO_SAN=""
+QUICK=""; SKIP_TESTS=""; SWEEP=""; NO_SAN=""; PRED=""
 for a in "$@"; do
   [ "$a" = "--quick" ] && QUICK="--quick"
   [ "$a" = "--short" ] && QUICK="--short"
   [ "$a" = "--no-sanitizer" ] && NO_SAN=1
   [ "$a" = "--skip-tests" ] && SKIP_TESTS=1
   [ "$a" = "--sweep" ] && SWEEP=1
+  [ "$a" = "--with-predecessor" ] && PRED=1
 done
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
 PY=${PYTHON:-python3}
@@ -53,6 +55,6 @@ if [ -z "$SKIP_TESTS" ]; then
   fi
 fi
 t0=$(date +%s)
-$PY bench/bench_kernel.py ${PEER:+--triton-peer "$PEER"} $QUICK ${SWEEP:+--sweep} --json "$OUT/kernel_bench.json" --md "$OUT/kernel_bench.md" > "$OUT/bench.log" 2>&1
+$PY bench/bench_kernel.py ${PEER:+--triton-peer "$PEER"} $QUICK ${SWEEP:+--sweep} ${PRED:+--with-predecessor} --json "$OUT/kernel_bench.json" --md "$OUT/kernel_bench.md" > "$OUT/bench.log" 2>&1
 tail -60 "$OUT/bench.log"
 echo "bench: $(( $(date +%s) - t0 )) s"

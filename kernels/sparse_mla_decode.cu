@@ -1,8 +1,9 @@
 // dsparkctl sparse-MLA decode kernel (DeepSeek-V4 MODEL1 FP8 cache). See sparse_mla_decode.cuh
 // for the contract and kernels/NOTES.md for the design and the measured numbers.
 //
-// One source for sm_90a, sm_120a and sm_121a: only mma.sync m16n8k16 (bf16 / fp16 -> fp32),
-// ldmatrix and plain loads, no wgmma / tcgen05 / TMA.
+// One source for sm_90a, sm_120a and sm_121a: the shared path is mma.sync m16n8k16 (bf16 /
+// fp16 -> fp32), ldmatrix and plain loads (no tcgen05 / TMA); only sm_90a's 64-head x
+// 64-candidate tiles add wgmma (v20 / v21, compiled out everywhere else).
 //
 // Work decomposition: one CTA = (token t, block of M = 16*MT heads, one split of that token's
 // candidate tiles). All heads of a token attend to the same KV rows (MQA-style MLA), so a CTA
@@ -648,6 +649,16 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
                     tid % (kD / 8);
   const int64_t q_step = int64_t(kQRowsPerPass) * p.q_stride_h / 8;  // in uint4 (strides are multiples of 8)
   uint4 qv[QN];
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // v23: this grid is launched as a programmatic dependent of the previous kernel in the
+  // stream, so its CTAs may start while that kernel still runs: everything above reads only
+  // kernel parameters (cold instruction and constant caches: ~1,500 cycles from entry on the
+  // v20 timeline at T = 1). Inputs (q, ids, lengths, KV, sink) may be written by that kernel,
+  // and the previous call's combine may still read a workspace this grid writes, so no global
+  // access comes before this wait (it returns once the previous grid has completed and its
+  // memory is visible).
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
 #pragma unroll
   for (int i = 0; i < QN; ++i) {
     qv[i] = make_uint4(0, 0, 0, 0);
@@ -1233,6 +1244,9 @@ __global__ void __launch_bounds__(128 * G, combine_min_blocks<B, G>()) sparse_ml
   // here until it has completed and its partials are visible (no-op without PDL).
   DSPARKCTL_TL_COMBINE(0);
   asm volatile("griddepcontrol.wait;" ::: "memory");
+  // The next call's main kernel (a programmatic dependent of this grid) may now be scheduled:
+  // its CTAs run their parameter-only prologue under this combine and wait for it to finish.
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
   DSPARKCTL_TL_COMBINE(1);
   const int64_t th = blockIdx.x;
@@ -1332,23 +1346,28 @@ constexpr int kMaxDevices = 64;
 struct DeviceInfo {
   int sms = 0;
   int smem_optin = 0;
+  int smem_one_per_sm = 0;  // dynamic shared memory per CTA that leaves room for one CTA per SM
 };
 
 const DeviceInfo& device_info(int device) {
   static DeviceInfo cache[kMaxDevices];
   DeviceInfo& d = cache[device];
   if (d.sms == 0) {
-    int sms = 0, optin = 0;
+    int sms = 0, optin = 0, per_sm = 0;
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
     cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+    cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device);
     d.smem_optin = optin;
+    // Half an SM's shared memory: two such CTAs (each also reserving 1 KB) never fit one SM.
+    d.smem_one_per_sm = per_sm / 2 < optin ? per_sm / 2 : optin;
     d.sms = sms > 0 ? sms : 1;
   }
   return d;
 }
 
 // The kernel for a layout, with its dynamic shared memory limit raised once per device
-// (needed both to launch it and for the occupancy query of the plan).
+// (needed both to launch it and for the occupancy query of the plan): to the layout's need,
+// or to the padded size of a one-CTA-per-SM launch where that is larger (v23).
 template <int MT, int BN, int VEC>
 cudaError_t prepared_kernel(void (**out)(const SparseMlaParams, int, int)) {
   using C = Cfg<MT, BN>;
@@ -1359,7 +1378,8 @@ cudaError_t prepared_kernel(void (**out)(const SparseMlaParams, int, int)) {
   if (e != cudaSuccess) return e;
   if (device < 0 || device >= kMaxDevices) return cudaErrorInvalidDevice;
   if (!attr_set[device]) {
-    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM);
+    const int pad = device_info(device).smem_one_per_sm;
+    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM > pad ? C::SMEM : pad);
     if (e != cudaSuccess) return e;
     attr_set[device] = true;
   }
@@ -1367,15 +1387,35 @@ cudaError_t prepared_kernel(void (**out)(const SparseMlaParams, int, int)) {
   return cudaSuccess;
 }
 
+// -DDSPARKCTL_NO_MAIN_PDL: launch the main kernel in plain stream order (A/B builds).
+#ifdef DSPARKCTL_NO_MAIN_PDL
+constexpr int kMainPdl = 0;
+#else
+constexpr int kMainPdl = 1;
+#endif
+
+// smem_min: dynamic shared memory to ask for at least (sparse_mla_one_cta_per_sm's padding).
 template <int MT, int BN, int VEC>
-cudaError_t launch_main(const SparseMlaParams& p, const SparseMlaPlan& plan, int head_blocks,
+cudaError_t launch_main(const SparseMlaParams& p, const SparseMlaPlan& plan, int head_blocks, int smem_min,
                         cudaStream_t stream) {
   using C = Cfg<MT, BN>;
   void (*kernel)(const SparseMlaParams, int, int) = nullptr;
   cudaError_t e = prepared_kernel<MT, BN, VEC>(&kernel);
   if (e != cudaSuccess) return e;
-  dim3 grid(unsigned(int64_t(p.T) * head_blocks), unsigned(plan.num_splits));
-  kernel<<<grid, kThreads, C::SMEM, stream>>>(p, plan.num_splits, head_blocks);
+  // Programmatic dependent launch (v23): the CTAs may start under the previous kernel in the
+  // stream; the kernel waits (griddepcontrol.wait) before its first global access.
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(unsigned(int64_t(p.T) * head_blocks), unsigned(plan.num_splits));
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = C::SMEM > smem_min ? C::SMEM : smem_min;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = kMainPdl;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  e = cudaLaunchKernelEx(&cfg, kernel, p, plan.num_splits, head_blocks);
+  if (e != cudaSuccess) return e;
   return cudaGetLastError();
 }
 
@@ -1446,19 +1486,19 @@ CombineShape combine_shape(int device, int num_splits, int64_t rows) {
 }
 
 template <int VEC>
-cudaError_t dispatch(const SparseMlaParams& p, const SparseMlaPlan& plan, int head_blocks,
+cudaError_t dispatch(const SparseMlaParams& p, const SparseMlaPlan& plan, int head_blocks, int smem_min,
                      cudaStream_t stream) {
   if (plan.config == kConfigLarge) {
     switch (plan.heads_per_cta) {
-      case 16: return launch_main<1, 64, VEC>(p, plan, head_blocks, stream);
-      case 32: return launch_main<2, 64, VEC>(p, plan, head_blocks, stream);
-      case 64: return launch_main<4, 64, VEC>(p, plan, head_blocks, stream);
+      case 16: return launch_main<1, 64, VEC>(p, plan, head_blocks, smem_min, stream);
+      case 32: return launch_main<2, 64, VEC>(p, plan, head_blocks, smem_min, stream);
+      case 64: return launch_main<4, 64, VEC>(p, plan, head_blocks, smem_min, stream);
       default: return cudaErrorInvalidValue;
     }
   }
   switch (plan.heads_per_cta) {
-    case 16: return launch_main<1, 32, VEC>(p, plan, head_blocks, stream);
-    case 32: return launch_main<2, 32, VEC>(p, plan, head_blocks, stream);
+    case 16: return launch_main<1, 32, VEC>(p, plan, head_blocks, smem_min, stream);
+    case 32: return launch_main<2, 32, VEC>(p, plan, head_blocks, smem_min, stream);
     default: return cudaErrorInvalidValue;
   }
 }
@@ -1467,11 +1507,8 @@ bool aligned16(const SparseMlaCache& c) {
   return (reinterpret_cast<uintptr_t>(c.base) % 16 == 0) && (c.page_stride % 16 == 0);
 }
 
-}  // namespace
-
-cudaError_t sparse_mla_decode_plan(int device, int T, int H, int topk, int extra_topk, int config,
-                                   int requested_splits, SparseMlaPlan* plan) {
-  if (device < 0 || device >= kMaxDevices) return cudaErrorInvalidValue;
+// What the plan knows about a device: SM count, shared memory, each layout's CTAs per SM.
+SparseMlaPlanDevice plan_device(int device) {
   const DeviceInfo& di = device_info(device);
   SparseMlaPlanDevice d;
   d.sms = di.sms;
@@ -1486,8 +1523,17 @@ cudaError_t sparse_mla_decode_plan(int device, int T, int H, int topk, int extra
   const bool large_fits = d.smem_optin >= d.smem_large;
   d.occ_large32 = large_fits ? plan_blocks_per_sm(device, kConfigLarge, 32) : 0;
   d.occ_large64 = large_fits ? plan_blocks_per_sm(device, kConfigLarge, 64) : 0;
-  return sparse_mla_plan_for(d, T, H, topk, extra_topk, config, requested_splits, plan) ? cudaSuccess
-                                                                                         : cudaErrorInvalidValue;
+  return d;
+}
+
+}  // namespace
+
+cudaError_t sparse_mla_decode_plan(int device, int T, int H, int topk, int extra_topk, int config,
+                                   int requested_splits, SparseMlaPlan* plan) {
+  if (device < 0 || device >= kMaxDevices) return cudaErrorInvalidValue;
+  return sparse_mla_plan_for(plan_device(device), T, H, topk, extra_topk, config, requested_splits, plan)
+             ? cudaSuccess
+             : cudaErrorInvalidValue;
 }
 
 cudaError_t sparse_mla_decode_launch(const SparseMlaParams& p, const SparseMlaPlan& plan,
@@ -1497,16 +1543,21 @@ cudaError_t sparse_mla_decode_launch(const SparseMlaParams& p, const SparseMlaPl
     return cudaErrorInvalidValue;
   if (plan.num_splits > 1 && (p.ws_out == nullptr || p.ws_lse == nullptr)) return cudaErrorInvalidValue;
   const int head_blocks = (p.H + plan.heads_per_cta - 1) / plan.heads_per_cta;
+  int device = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e != cudaSuccess) return e;
+  if (device < 0 || device >= kMaxDevices) return cudaErrorInvalidDevice;
+  // The main kernel starts early (programmatic dependent launch); a grid of at most one CTA
+  // per SM asks for half an SM's shared memory so the early placement keeps it that way.
+  const int64_t ctas = int64_t(p.T) * head_blocks * plan.num_splits;
+  const int smem_min =
+      kMainPdl && sparse_mla_one_cta_per_sm(plan_device(device), plan, ctas) ? device_info(device).smem_one_per_sm : 0;
   const bool vec16 = aligned16(p.main) && (p.extra.topk == 0 || aligned16(p.extra));
-  cudaError_t e = vec16 ? dispatch<16>(p, plan, head_blocks, stream)
-                        : dispatch<8>(p, plan, head_blocks, stream);
+  e = vec16 ? dispatch<16>(p, plan, head_blocks, smem_min, stream)
+            : dispatch<8>(p, plan, head_blocks, smem_min, stream);
   if (e != cudaSuccess || plan.num_splits == 1) return e;
   // Programmatic dependent launch (sm_90+, captured into CUDA graphs as a programmatic
   // edge): the combine's launch latency overlaps the main kernel's tail.
-  int device = 0;
-  e = cudaGetDevice(&device);
-  if (e != cudaSuccess) return e;
-  if (device < 0 || device >= kMaxDevices) return cudaErrorInvalidDevice;
   const CombineShape cs = combine_shape(device, plan.num_splits, int64_t(p.T) * p.H);
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(unsigned(int64_t(p.T) * p.H));

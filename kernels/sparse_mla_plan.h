@@ -145,4 +145,16 @@ inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int 
   return true;
 }
 
+// v23: the main kernel is launched as a programmatic dependent of the previous kernel in the
+// stream (its CTAs start under that kernel and wait in griddepcontrol.wait before touching
+// global memory). An early grid is placed on whatever SMs have room at that moment, so a grid
+// of at most one CTA per SM can land two on some SMs where the layout fits two: H200 same-call
+// A/B (bench/results/kernel_h200_v23_pdl/), DSpark T = 50 (100 SMALL CTAs) 24.0 -> 31.8 us,
+// T = 1 H = 64 +512 (80 SMALL16 CTAs) 8.9 -> 9.7, while every one-per-SM layout gained ~1 us.
+// true: launch such a grid with more than half an SM's shared memory per CTA, so no SM takes
+// two (the launch pads the dynamic shared memory; the kernel does not use the extra).
+inline bool sparse_mla_one_cta_per_sm(const SparseMlaPlanDevice& d, const SparseMlaPlan& plan, int64_t ctas) {
+  return d.blocks_per_sm(plan.config, plan.heads_per_cta) > 1 && ctas <= d.sms;
+}
+
 }  // namespace dsparkctl

@@ -37,14 +37,20 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return exe
 
 
-def plans(exe: Path, dev: dict, cases: list[tuple[int, int, int, int, int, int]]) -> list[tuple[int, ...] | None]:
-    """cases: (T, H, topk, extra_topk, config, requested_splits) -> (config, heads, tile, splits)."""
+def launches(exe: Path, dev: dict, cases: list[tuple[int, int, int, int, int, int]]) -> list[tuple[int, ...] | None]:
+    """cases: (T, H, topk, extra_topk, config, requested_splits) -> (config, heads, tile, splits,
+    one CTA per SM forced at launch)."""
     occ = " ".join(map(str, dev["occ"]))
     lines = [f"{dev['sms']} {dev['optin']} {SMEM_LARGE} {SMEM_LARGE16} {occ} " + " ".join(map(str, c)) for c in cases]
     out = subprocess.run([str(exe)], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True).stdout
     res = [None if r == "invalid" else tuple(int(x) for x in r.split()) for r in out.split("\n") if r]
     assert len(res) == len(cases)
     return res
+
+
+def plans(exe: Path, dev: dict, cases: list[tuple[int, int, int, int, int, int]]) -> list[tuple[int, ...] | None]:
+    """cases: (T, H, topk, extra_topk, config, requested_splits) -> (config, heads, tile, splits)."""
+    return [None if r is None else r[:4] for r in launches(exe, dev, cases)]
 
 
 # (T, H, topk, extra) -> (layout, heads per CTA, tile, splits) under AUTO on the H200
@@ -110,3 +116,23 @@ def test_bad_arguments_are_rejected(harness: Path) -> None:
     assert got == [None] * 6
     # T = 0 is a valid (empty) call
     assert plans(harness, H200, [(0, 8, 128, 0, AUTO, 0)])[0] is not None
+
+
+def test_one_cta_per_sm_forcing(harness: Path) -> None:
+    """v23 launches the main kernel early (programmatic dependent launch); where the layout fits
+    two CTAs per SM and the grid has at most one per SM, the launch pads shared memory so the
+    early placement cannot put two on an SM. The H200 bench shapes: the SMALL grids of <= 132
+    CTAs (T = 1 at 16-64 heads, DSpark T = 5 and T = 50), not LARGE (one per SM anyway) and not
+    the SMALL grids that fill two per SM (T = 1 H = 128 +1024: 264 CTAs)."""
+    shapes = list(H200_AUTO)
+    got = launches(harness, H200, [(*s, AUTO, 0) for s in shapes])
+    for (t, h, _k, _e), r in zip(shapes, got, strict=True):
+        assert r is not None
+        config, heads, _tile, splits, forced = r
+        ctas = t * -(-h // heads) * splits
+        assert forced == int(config == SMALL and ctas <= H200["sms"]), ((t, h), r, ctas)
+    assert {s for s, r in zip(shapes, got, strict=True) if r[4]} == {
+        (1, 16, 128, 512), (1, 64, 128, 512), (5, 64, 192, 0), (50, 64, 192, 0)
+    }
+    # SM120: one CTA per SM by shared memory already; never padded
+    assert all(r is not None and r[4] == 0 for r in launches(harness, SM120, [(*s, AUTO, 0) for s in shapes]))
