@@ -329,34 +329,30 @@ def render_md(meta: dict, rows: list[dict]) -> str:
             f"{r.get('ref_us', float('nan')):.0f} | {r['roofline_us']:.1f} | {r['pct_roofline']:.0f} | "
             f"{r['eff_bw_gbs']:.0f} | {r['tflops']:.0f} | {'yes' if r['ok'] else 'NO'} |"
         )
+    nan = float("nan")
     if any("large_us" in r for r in rows):
-        lines += [
-            "",
+        lines += _section(
             "Layout sweep (same graphs, layout forced, automatic split count): us per call",
-            "",
-            "| kind | H | extra | T | auto | large smem | small smem | small smem, 16 heads/CTA | large smem, 16 heads/CTA |",
-            "|---|---|---|---|---|---|---|---|---|",
-        ]
-        for r in rows:
-            lines.append(
-                f"| {r['kind']} | {r['H']} | {r['extra']} | {r['T']} | {r['ours_us']:.1f} | "
-                f"{r.get('large_us', float('nan')):.1f} | {r.get('small_us', float('nan')):.1f} | "
-                f"{r.get('small16_us', float('nan')):.1f} | {r.get('large16_us', float('nan')):.1f} |"
-            )
+            ["auto", "large smem", "small smem", "small smem, 16 heads/CTA", "large smem, 16 heads/CTA"],
+            rows,
+            lambda r: [r["ours_us"], *(r.get(f"{n}_us", nan) for n in ("large", "small", "small16", "large16"))],
+        )
     if any("pred_then_ours_us" in r for r in rows):
-        lines += [
-            "",
+        lines += _section(
             "After a foreign kernel (`--with-predecessor`: an in-place q *= 1 before each call, in the same graph): us per call",
-            "",
-            "| kind | H | extra | T | back to back | q *= 1 alone | q *= 1 then ours | difference (ours after a foreign kernel) |",
-            "|---|---|---|---|---|---|---|---|",
-        ]
-        for r in rows:
-            lines.append(
-                f"| {r['kind']} | {r['H']} | {r['extra']} | {r['T']} | {r['ours_us']:.1f} | {r['pred_alone_us']:.1f} | "
-                f"{r['pred_then_ours_us']:.1f} | {r['pred_then_ours_us'] - r['pred_alone_us']:.1f} |"
-            )
+            ["back to back", "q *= 1 alone", "q *= 1 then ours", "difference (ours after a foreign kernel)"],
+            rows,
+            lambda r: [r["ours_us"], r["pred_alone_us"], r["pred_then_ours_us"], r["pred_then_ours_us"] - r["pred_alone_us"]],
+        )
     return "\n".join(lines) + "\n"
+
+
+def _section(title: str, columns: list[str], rows: list[dict], values) -> list[str]:
+    """A per-shape table of times (us) after the main one: kind, H, extra, T, then ``values(row)``."""
+    out = ["", title, "", "| kind | H | extra | T | " + " | ".join(columns) + " |", "|---|---|---|---|" + "---|" * len(columns)]
+    for r in rows:
+        out.append(f"| {r['kind']} | {r['H']} | {r['extra']} | {r['T']} | " + " | ".join(f"{v:.1f}" for v in values(r)) + " |")
+    return out
 
 
 if __name__ == "__main__":
