@@ -273,10 +273,13 @@ def main() -> int:
         if not args.no_ref:
             row["ref_us"] = eager_time(lambda s: reference.sparse_mla_decode_ref(sm_scale=scale, **s), sets) * 1e6
         if args.sweep:
-            # which tile layout the automatic choice should take: both timed in this run
+            # which tile layout the automatic choice should take: all timed in this run. The
+            # automatic plan is timed again here, first and last, because "ours" above runs
+            # before the Triton peer and the reference: the v23 sweep had every forced column
+            # 1-2% under an identical automatic plan's "ours", so the sweep compares like with like.
             for name, cfg in (
-                ("large", ops.CONFIG_LARGE_SMEM), ("small", ops.CONFIG_SMALL_SMEM), ("small16", ops.CONFIG_SMALL_SMEM_16),
-                ("large16", ops.CONFIG_LARGE_SMEM_16),
+                ("auto_first", ops.CONFIG_AUTO), ("large", ops.CONFIG_LARGE_SMEM), ("small", ops.CONFIG_SMALL_SMEM),
+                ("small16", ops.CONFIG_SMALL_SMEM_16), ("large16", ops.CONFIG_LARGE_SMEM_16), ("auto_last", ops.CONFIG_AUTO),
             ):  # fmt: skip
                 try:
                     row[f"{name}_us"] = graph_time(lambda s, c=cfg: ops.sparse_mla_decode_cfg(sm_scale=scale, config=c, **s), sets) * 1e6
@@ -332,10 +335,14 @@ def render_md(meta: dict, rows: list[dict]) -> str:
     nan = float("nan")
     if any("large_us" in r for r in rows):
         lines += _section(
-            "Layout sweep (same graphs, layout forced, automatic split count): us per call",
+            "Layout sweep (same graphs, layout forced, automatic split count; auto: the automatic plan timed "
+            "in the sweep, the better of before and after the forced ones): us per call",
             ["auto", "large smem", "small smem", "small smem, 16 heads/CTA", "large smem, 16 heads/CTA"],
             rows,
-            lambda r: [r["ours_us"], *(r.get(f"{n}_us", nan) for n in ("large", "small", "small16", "large16"))],
+            lambda r: [
+                min(r.get("auto_first_us", r["ours_us"]), r.get("auto_last_us", r["ours_us"])),
+                *(r.get(f"{n}_us", nan) for n in ("large", "small", "small16", "large16")),
+            ],
         )
     if any("pred_then_ours_us" in r for r in rows):
         lines += _section(

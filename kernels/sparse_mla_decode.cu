@@ -1344,6 +1344,7 @@ __global__ void __launch_bounds__(128 * G, combine_min_blocks<B, G>()) sparse_ml
 constexpr int kMaxDevices = 64;
 
 struct DeviceInfo {
+  int major = 0;  // compute capability
   int sms = 0;
   int smem_optin = 0;
   int smem_one_per_sm = 0;  // dynamic shared memory per CTA that leaves room for one CTA per SM
@@ -1357,6 +1358,7 @@ const DeviceInfo& device_info(int device) {
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
     cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
     cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device);
+    cudaDeviceGetAttribute(&d.major, cudaDevAttrComputeCapabilityMajor, device);
     d.smem_optin = optin;
     // Half an SM's shared memory: two such CTAs (each also reserving 1 KB) never fit one SM.
     d.smem_one_per_sm = per_sm / 2 < optin ? per_sm / 2 : optin;
@@ -1523,6 +1525,11 @@ SparseMlaPlanDevice plan_device(int device) {
   const bool large_fits = d.smem_optin >= d.smem_large;
   d.occ_large32 = large_fits ? plan_blocks_per_sm(device, kConfigLarge, 32) : 0;
   d.occ_large64 = large_fits ? plan_blocks_per_sm(device, kConfigLarge, 64) : 0;
+  // The library's Hopper code is built for sm_90a, whose 64 x 64 tiles run wgmma unless
+  // -DDSPARKCTL_NO_WGMMA (the device pass decides DSPARKCTL_WGMMA; the host knows the arch).
+#ifndef DSPARKCTL_NO_WGMMA
+  d.large_wgmma = large_fits && di.major == 9;
+#endif
   return d;
 }
 

@@ -35,6 +35,7 @@ struct SparseMlaPlanDevice {
   int smem_large = 0;    // shared memory of a 64-head LARGE CTA
   int smem_large16 = 0;  // shared memory of a 16-head LARGE CTA
   int occ_small16 = 1, occ_small32 = 1, occ_large16 = 1, occ_large32 = 1, occ_large64 = 1;
+  bool large_wgmma = false;  // the 64-head x 64-candidate tiles run wgmma (sm_90a builds on Hopper, v20 / v21)
   int blocks_per_sm(int config, int heads) const {
     const int n = config == kConfigLarge ? (heads == 16 ? occ_large16 : (heads == 32 ? occ_large32 : occ_large64))
                                          : (heads == 16 ? occ_small16 : occ_small32);
@@ -110,7 +111,10 @@ inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int 
       // nothing to amortise its 64-head tile over, and its 64-candidate granularity wastes
       // more of a partial last tile (DSpark: 133 valid of 192). Full v12 sweep on the H200,
       // DSpark T = 25 / 50: SMALL 18.3 / 26.8 us, LARGE 19.4 / 27.8.
-      const bool few_tiles = tiles_l <= 3;
+      // v24: not where the 64 x 64 tiles run wgmma, which made them ~15-20% faster after this
+      // rule was set: the v23 sweeps (three H200 calls) had DSpark T = 50 at LARGE 22.7-23.4 us
+      // vs SMALL 23.2-23.9, with the automatic plan timed beside them.
+      const bool few_tiles = tiles_l <= 3 && !d.large_wgmma;
       if (!(one_tile_small && (H > 32 || T == 1)) && !few_tiles) config = kConfigLarge;
     }
   }

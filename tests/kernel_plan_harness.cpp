@@ -1,7 +1,7 @@
 // Host-only driver of the kernel's launch plan (kernels/sparse_mla_plan.h) for
 // tests/test_kernel_plan.py: no CUDA needed. One case per stdin line:
 //   sms smem_optin smem_large smem_large16 occ_small16 occ_small32 occ_large16 occ_large32
-//   occ_large64 T H topk extra_topk config requested_splits
+//   occ_large64 large_wgmma T H topk extra_topk config requested_splits
 // prints "config heads_per_cta tile_n num_splits one_cta_per_sm" per case, or "invalid"
 // (one_cta_per_sm: sparse_mla_one_cta_per_sm for the grid T x head blocks x splits).
 #include <cstdio>
@@ -10,10 +10,11 @@
 
 int main() {
   dsparkctl::SparseMlaPlanDevice d;
-  int T, H, topk, extra, config, splits;
-  while (std::scanf("%d %d %d %d %d %d %d %d %d %d %d %d %d %d %d", &d.sms, &d.smem_optin, &d.smem_large,
+  int T, H, topk, extra, config, splits, wgmma;
+  while (std::scanf("%d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d", &d.sms, &d.smem_optin, &d.smem_large,
                     &d.smem_large16, &d.occ_small16, &d.occ_small32, &d.occ_large16, &d.occ_large32,
-                    &d.occ_large64, &T, &H, &topk, &extra, &config, &splits) == 15) {
+                    &d.occ_large64, &wgmma, &T, &H, &topk, &extra, &config, &splits) == 16) {
+    d.large_wgmma = wgmma != 0;
     dsparkctl::SparseMlaPlan p;
     if (dsparkctl::sparse_mla_plan_for(d, T, H, topk, extra, config, splits, &p)) {
       const long long ctas = (long long)T * ((H + p.heads_per_cta - 1) / p.heads_per_cta) * p.num_splits;

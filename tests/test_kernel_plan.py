@@ -21,8 +21,9 @@ AUTO, LARGE, SMALL, SMALL16, LARGE16 = 0, 1, 2, 3, 4
 # Cfg<1, 64>::SMEM when this was written); only which side of the opt-in limit they fall on
 # matters to the plan.
 SMEM_LARGE, SMEM_LARGE16 = 202_240, 131_200
-H200 = dict(sms=132, optin=232_448, occ=(2, 2, 1, 1, 1))  # SMALL 2 per SM, LARGE 1
-SM120 = dict(sms=188, optin=101_376, occ=(1, 1, 0, 0, 0))  # RTX PRO 6000: SMALL only, 1 per SM
+H200 = dict(sms=132, optin=232_448, occ=(2, 2, 1, 1, 1), wgmma=1)  # SMALL 2 per SM, LARGE 1; sm_90a wgmma tiles
+H200_NO_WGMMA = dict(H200, wgmma=0)  # a -DDSPARKCTL_NO_WGMMA build
+SM120 = dict(sms=188, optin=101_376, occ=(1, 1, 0, 0, 0), wgmma=0)  # RTX PRO 6000: SMALL only, 1 per SM
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +42,7 @@ def launches(exe: Path, dev: dict, cases: list[tuple[int, int, int, int, int, in
     """cases: (T, H, topk, extra_topk, config, requested_splits) -> (config, heads, tile, splits,
     one CTA per SM forced at launch)."""
     occ = " ".join(map(str, dev["occ"]))
-    lines = [f"{dev['sms']} {dev['optin']} {SMEM_LARGE} {SMEM_LARGE16} {occ} " + " ".join(map(str, c)) for c in cases]
+    lines = [f"{dev['sms']} {dev['optin']} {SMEM_LARGE} {SMEM_LARGE16} {occ} {dev['wgmma']} " + " ".join(map(str, c)) for c in cases]
     out = subprocess.run([str(exe)], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True).stdout
     res = [None if r == "invalid" else tuple(int(x) for x in r.split()) for r in out.split("\n") if r]
     assert len(res) == len(cases)
@@ -63,7 +64,7 @@ H200_AUTO = {
     (5, 64, 192, 0): (SMALL, 16, 32, 6),  # DSpark draft
     (10, 64, 192, 0): (LARGE, 16, 64, 3),  # v18
     (25, 64, 192, 0): (LARGE, 16, 64, 1),  # DSpark verify: no split, no combine (v19)
-    (50, 64, 192, 0): (SMALL, 32, 32, 1),  # few LARGE tiles: SMALL, no split (v12, v13)
+    (50, 64, 192, 0): (LARGE, 64, 64, 2),  # v24: with wgmma LARGE (without: SMALL, no split; v12, v13)
     (5, 64, 192, 512): (SMALL, 16, 32, 13),
     (50, 64, 192, 512): (LARGE, 64, 64, 2),
     (64, 64, 128, 1024): (LARGE, 64, 64, 2),
@@ -122,7 +123,7 @@ def test_one_cta_per_sm_forcing(harness: Path) -> None:
     """v23 launches the main kernel early (programmatic dependent launch); where the layout fits
     two CTAs per SM and the grid has at most one per SM, the launch pads shared memory so the
     early placement cannot put two on an SM. The H200 bench shapes: the SMALL grids of <= 132
-    CTAs (T = 1 at 16-64 heads, DSpark T = 5 and T = 50), not LARGE (one per SM anyway) and not
+    CTAs (T = 1 at 16-64 heads, DSpark T = 5), not LARGE (one per SM anyway) and not
     the SMALL grids that fill two per SM (T = 1 H = 128 +1024: 264 CTAs)."""
     shapes = list(H200_AUTO)
     got = launches(harness, H200, [(*s, AUTO, 0) for s in shapes])
@@ -132,7 +133,20 @@ def test_one_cta_per_sm_forcing(harness: Path) -> None:
         ctas = t * -(-h // heads) * splits
         assert forced == int(config == SMALL and ctas <= H200["sms"]), ((t, h), r, ctas)
     assert {s for s, r in zip(shapes, got, strict=True) if r[4]} == {
-        (1, 16, 128, 512), (1, 64, 128, 512), (5, 64, 192, 0), (50, 64, 192, 0)
+        (1, 16, 128, 512), (1, 64, 128, 512), (5, 64, 192, 0)
     }
+    # without wgmma DSpark T = 50 is SMALL (100 CTAs): padded too
+    assert launches(harness, H200_NO_WGMMA, [(50, 64, 192, 0, AUTO, 0)]) == [(SMALL, 32, 32, 1, 1)]
     # SM120: one CTA per SM by shared memory already; never padded
     assert all(r is not None and r[4] == 0 for r in launches(harness, SM120, [(*s, AUTO, 0) for s in shapes]))
+
+
+def test_few_tile_rule_only_without_wgmma(harness: Path) -> None:
+    """v12's rule (<= 3 LARGE tiles per token: SMALL) predates the sm_90a wgmma tiles; a
+    build without them (or a GPU without the 64-head layout) keeps it."""
+    shape = [(50, 64, 192, 0, AUTO, 0), (64, 64, 128, 0, AUTO, 0)]
+    assert plans(harness, H200, shape) == [(LARGE, 64, 64, 2), (LARGE, 64, 64, 2)]
+    assert plans(harness, H200_NO_WGMMA, shape) == [(SMALL, 32, 32, 1), (SMALL, 32, 32, 1)]
+    # everything else in the bench is planned the same with and without wgmma
+    others = [s for s in H200_AUTO if s != (50, 64, 192, 0)]
+    assert plans(harness, H200_NO_WGMMA, [(*s, AUTO, 0) for s in others]) == [H200_AUTO[s] for s in others]
