@@ -60,12 +60,12 @@ H200_AUTO = {
     (1, 64, 128, 512): (SMALL, 16, 32, 20),  # 16-head SMALL CTAs, one tile each (v6)
     (1, 64, 128, 1024): (LARGE, 16, 64, 18),  # LARGE16, one tile each in one wave (v18)
     (1, 128, 128, 512): (LARGE, 16, 64, 10),  # v18
-    (1, 128, 128, 1024): (SMALL, 16, 32, 33),  # LARGE16 would need 2 tiles in some CTAs
+    (1, 128, 128, 1024): (LARGE, 16, 64, 16),  # v25: LARGE16, <= 2 tiles (v18-v24: SMALL16, 33 splits)
     (5, 64, 192, 0): (SMALL, 16, 32, 6),  # DSpark draft
     (10, 64, 192, 0): (LARGE, 16, 64, 3),  # v18
     (25, 64, 192, 0): (LARGE, 16, 64, 1),  # DSpark verify: no split, no combine (v19)
     (50, 64, 192, 0): (LARGE, 64, 64, 2),  # v24: with wgmma LARGE (without: SMALL, no split; v12, v13)
-    (5, 64, 192, 512): (SMALL, 16, 32, 13),
+    (5, 64, 192, 512): (LARGE, 16, 64, 6),  # v25 (v18-v24: SMALL16, 13 splits)
     (50, 64, 192, 512): (LARGE, 64, 64, 2),
     (64, 64, 128, 1024): (LARGE, 64, 64, 2),
     (64, 128, 128, 1024): (LARGE, 64, 64, 1),
@@ -123,8 +123,8 @@ def test_one_cta_per_sm_forcing(harness: Path) -> None:
     """v23 launches the main kernel early (programmatic dependent launch); where the layout fits
     two CTAs per SM and the grid has at most one per SM, the launch pads shared memory so the
     early placement cannot put two on an SM. The H200 bench shapes: the SMALL grids of <= 132
-    CTAs (T = 1 at 16-64 heads, DSpark T = 5), not LARGE (one per SM anyway) and not
-    the SMALL grids that fill two per SM (T = 1 H = 128 +1024: 264 CTAs)."""
+    CTAs (T = 1 at 16-64 heads, DSpark T = 5), not LARGE (one per SM anyway) and not a
+    SMALL grid that fills two per SM (checked below with more CTAs than SMs)."""
     shapes = list(H200_AUTO)
     got = launches(harness, H200, [(*s, AUTO, 0) for s in shapes])
     for (t, h, _k, _e), r in zip(shapes, got, strict=True):
@@ -137,6 +137,8 @@ def test_one_cta_per_sm_forcing(harness: Path) -> None:
     }
     # without wgmma DSpark T = 50 is SMALL (100 CTAs): padded too
     assert launches(harness, H200_NO_WGMMA, [(50, 64, 192, 0, AUTO, 0)]) == [(SMALL, 32, 32, 1, 1)]
+    # a forced SMALL16 grid of 8 x 2 x 16 splits = 256 CTAs (T = 8 H = 32 +1024): more than one per SM, not padded
+    assert launches(harness, H200, [(8, 32, 128, 1024, SMALL16, 0)])[0][4] == 0
     # SM120: one CTA per SM by shared memory already; never padded
     assert all(r is not None and r[4] == 0 for r in launches(harness, SM120, [(*s, AUTO, 0) for s in shapes]))
 
