@@ -94,9 +94,9 @@ inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int 
       // v25: where 16-head SMALL CTAs would need a second tile in some slots (the v10 region
       // below), 16-head LARGE CTAs (chains of about two 64-candidate tiles, one CTA per SM,
       // about half the splits) are now at least as fast: with v23's early start the
-      // like-for-like H200 sweeps had DSpark +512
-      // T = 5 at 14.6-14.9 vs 15.2-15.3 us (three calls) and T = 1 H = 128 +1024 at 14.8-15.0
-      // vs 14.9-15.2 (two calls); before v23 the latter lost (15.7 vs 14.5, v18).
+      // like-for-like H200 sweeps had DSpark +512 T = 5 at 14.6-14.9 vs 15.2-15.3 us (three
+      // calls) and T = 1 H = 128 +1024 at 14.8-15.0 vs 14.9-15.2 (two calls); before v23 the
+      // latter lost (15.7 vs 14.5, v18).
       config = kConfigLarge;
       heads16 = true;
     } else if (ctas16 > 0 && (work16 <= wave16 || (H >= 64 && 3 * work16 <= 5 * wave16))) {
