@@ -124,13 +124,13 @@ def test_sm120_register_budget_build_on_hopper(tmp_path: Path) -> None:
             assert b[k][1] == 0, (k, b[k])  # no spills in the SMALL layouts (SM120's only ones)
 
 
-@pytest.mark.skipif(build.find_nvcc() is None, reason="nvcc not installed: cannot compile-check CUDA")
-def test_wgmma_only_in_the_sm90a_64x64_tiles(tmp_path: Path) -> None:
-    """v20 / v21 compute S and P.V of the 64-head x 64-candidate tiles with wgmma on sm_90a. wgmma does not
-    exist on SM120 / SM121, and every other layout must stay on the portable mma.sync path
-    (its SASS is v13's), so: wgmma and the async-proxy fence appear in exactly the two sm_90a
-    <4,64,VEC> kernels, in no other kernel, and nowhere in sm_120a or in a -DDSPARKCTL_NO_WGMMA
-    Hopper build. PTX only (no ptxas): a few seconds per target."""
+@pytest.fixture(scope="module")
+def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str]]:
+    """PTX of the kernel source for sm_90a, sm_120a and a -DDSPARKCTL_NO_WGMMA Hopper build, as
+    {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
+    if build.find_nvcc() is None:
+        pytest.skip("nvcc not installed: cannot compile-check CUDA")
+    tmp_path = tmp_path_factory.mktemp("ptx")
     src = build.kernels_dir() / build.KERNEL_SOURCE
     nvcc = str(build.find_nvcc())
     targets = {
@@ -143,22 +143,27 @@ def test_wgmma_only_in_the_sm90a_64x64_tiles(tmp_path: Path) -> None:
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         for k, f in targets.items()
     }  # fmt: skip
+    res: dict[str, dict[str, str]] = {}
     for k, proc in procs.items():
         out, _ = proc.communicate(timeout=600)
         assert proc.returncode == 0, f"{k}:\n{out}"
-
-    def entries(k: str) -> dict[str, str]:
         text = (tmp_path / f"{k}.ptx").read_text()
-        parts = re.split(r"^(?:\.visible )?\.entry ", text, flags=re.M)[1:]
-        res = {}
-        for part in parts:
+        res[k] = {}
+        for part in re.split(r"^(?:\.visible )?\.entry ", text, flags=re.M)[1:]:
             m = re.match(r"\S*?(sparse_mla_(?:decode|combine)_kernelILi\d+ELi\d+(?:ELi\d+)?E)", part)
             assert m, part[:200]
-            res[m[1]] = part
-        return res
+            res[k][m[1]] = part
+        assert len(res[k]) >= 10, (k, sorted(res[k]))
+    return res
 
-    hopper = entries("sm_90a")
-    assert len(hopper) >= 10, sorted(hopper)
+
+def test_wgmma_only_in_the_sm90a_64x64_tiles(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """v20 / v21 compute S and P.V of the 64-head x 64-candidate tiles with wgmma on sm_90a. wgmma does not
+    exist on SM120 / SM121, and every other layout must stay on the portable mma.sync path
+    (its SASS is v13's), so: wgmma and the async-proxy fence appear in exactly the two sm_90a
+    <4,64,VEC> kernels, in no other kernel, and nowhere in sm_120a or in a -DDSPARKCTL_NO_WGMMA
+    Hopper build."""
+    hopper = kernel_ptx["sm_90a"]
     with_wgmma = {name for name, body in hopper.items() if "wgmma.mma_async" in body}
     assert with_wgmma == {f"sparse_mla_decode_kernelILi4ELi64ELi{v}E" for v in (8, 16)}, sorted(with_wgmma)
     for name in with_wgmma:
@@ -169,8 +174,23 @@ def test_wgmma_only_in_the_sm90a_64x64_tiles(tmp_path: Path) -> None:
         assert body.count(".m64n32k16.") == 32 and body.count(".m64n192k16.") == 8, name
         assert "fence.proxy.async.shared::cta" in body and "wgmma.wait_group" in body, name
     for k in ("sm_120a", "sm_90a_no_wgmma"):
-        text = (tmp_path / f"{k}.ptx").read_text()
-        assert "wgmma" not in text and "fence.proxy.async" not in text, k
+        for name, body in kernel_ptx[k].items():
+            assert "wgmma" not in body and "fence.proxy.async" not in body, (k, name)
+
+
+def test_no_global_access_before_the_grid_dependency_wait(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """v23 launches the main kernel as a programmatic dependent of the previous kernel (and the
+    combine of the main kernel since v5): their CTAs may run while that kernel still writes q, ids,
+    KV or reads the workspace. So in every kernel of every target, griddepcontrol.wait comes once,
+    before any global load, store, atomic or asynchronous copy."""
+    global_access = re.compile(r"\b(?:ld|st|atom|red)\.global|\bcp\.async\.|\bld\.global\.nc|\bprefetch\.global")
+    for target, kernels in kernel_ptx.items():
+        for name, body in kernels.items():
+            assert body.count("griddepcontrol.wait") == 1, (target, name)
+            head = body[: body.index("griddepcontrol.wait")]
+            hits = global_access.findall(head)
+            assert not hits, (target, name, hits[:5])
+            assert global_access.search(body[body.index("griddepcontrol.wait") :]), (target, name)
 
 
 def test_every_kernel_source_is_hashed_and_shipped() -> None:
