@@ -1554,11 +1554,9 @@ cudaError_t sparse_mla_decode_launch(const SparseMlaParams& p, const SparseMlaPl
   cudaError_t e = cudaGetDevice(&device);
   if (e != cudaSuccess) return e;
   if (device < 0 || device >= kMaxDevices) return cudaErrorInvalidDevice;
-  // The main kernel starts early (programmatic dependent launch); a grid of at most one CTA
-  // per SM asks for half an SM's shared memory so the early placement keeps it that way.
-  const int64_t ctas = int64_t(p.T) * head_blocks * plan.num_splits;
-  const int smem_min =
-      kMainPdl && sparse_mla_one_cta_per_sm(plan_device(device), plan, ctas) ? device_info(device).smem_one_per_sm : 0;
+  // The main kernel starts early (programmatic dependent launch); where the plan says so, it
+  // asks for half an SM's shared memory so the early placement keeps one CTA per SM.
+  const int smem_min = kMainPdl && plan.one_cta_per_sm ? device_info(device).smem_one_per_sm : 0;
   const bool vec16 = aligned16(p.main) && (p.extra.topk == 0 || aligned16(p.extra));
   e = vec16 ? dispatch<16>(p, plan, head_blocks, smem_min, stream)
             : dispatch<8>(p, plan, head_blocks, smem_min, stream);

@@ -23,6 +23,7 @@ struct SparseMlaPlan {
   int heads_per_cta = 0;
   int tile_n = 0;
   int num_splits = 1;  // 1: direct write, no workspace
+  bool one_cta_per_sm = false;  // v23: pad the launch to half an SM's shared memory (sparse_mla_one_cta_per_sm)
 };
 
 constexpr int kMaxSplits = 64;
@@ -46,6 +47,40 @@ struct SparseMlaPlanDevice {
 inline int sparse_mla_heads_per_cta(int config, int H) {
   if (config == kConfigLarge) return H <= 16 ? 16 : (H <= 32 ? 32 : 64);
   return H <= 16 ? 16 : 32;
+}
+
+// The automatic split count once the layout is chosen (`tiles` per token at that layout).
+inline int auto_splits(const SparseMlaPlanDevice& d, const SparseMlaPlan& plan, int T, int head_blocks, int tiles) {
+  const int64_t ctas = int64_t(T) * head_blocks;
+  // Fill one wave of co-resident CTAs (1 per SM for LARGE, 2 for SMALL on Hopper), never
+  // start a partial second one (a 2-wave grid with a thin second wave measured slower).
+  const int64_t target = int64_t(d.sms) * d.blocks_per_sm(plan.config, plan.heads_per_cta);
+  int splits = 1;
+  // v13: no split when one CTA per SM already covers >= 3/4 of the SMs. Splitting then only
+  // doubles CTAs up onto SMs that already hold one (two per SM on Hopper SMALL) and adds the
+  // fp32 partials (2 KB per head and split, several times the gathered KV at DSpark verify
+  // sizes) plus the combine. H200 sweep (bench/results/plan_sweep_h200.md), DSpark T = 50,
+  // 100 SMALL CTAs: 1 split 24.0 us, 2 splits 26.1. Fitted to that one point (the next lower
+  // point, 64 CTAs, wants splits: 57 vs 27 us); re-check on SM120, where SMALL is one per SM.
+  if (ctas > 0 && ctas < target && 4 * ctas < 3 * int64_t(d.sms)) {
+    splits = int(target / ctas);
+    if (splits > tiles) splits = tiles;
+    if (splits > kMaxSplits) splits = kMaxSplits;
+    if (splits < 1) splits = 1;
+  }
+  return splits;
+}
+
+// v23: the main kernel is launched as a programmatic dependent of the previous kernel in the
+// stream (its CTAs start under that kernel and wait in griddepcontrol.wait before touching
+// global memory). An early grid is placed on whatever SMs have room at that moment, so a grid
+// of at most one CTA per SM can land two on some SMs where the layout fits two: H200 same-call
+// A/B (bench/results/kernel_h200_v23_pdl/), DSpark T = 50 (100 SMALL CTAs) 24.0 -> 31.8 us,
+// T = 1 H = 64 +512 (80 SMALL16 CTAs) 8.9 -> 9.7, while every one-per-SM layout gained ~1 us.
+// true: launch such a grid with more than half an SM's shared memory per CTA, so no SM takes
+// two (the launch pads the dynamic shared memory; the kernel does not use the extra).
+inline bool sparse_mla_one_cta_per_sm(const SparseMlaPlanDevice& d, const SparseMlaPlan& plan, int64_t ctas) {
+  return d.blocks_per_sm(plan.config, plan.heads_per_cta) > 1 && ctas <= d.sms;
 }
 
 // The plan for one call: layout, heads per CTA, tile size, split count. false: bad arguments.
@@ -132,42 +167,10 @@ inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int 
   plan->heads_per_cta = heads16 ? 16 : sparse_mla_heads_per_cta(config, H);
   plan->tile_n = config == kConfigLarge ? 64 : 32;
   const int head_blocks = (H + plan->heads_per_cta - 1) / plan->heads_per_cta;
-  if (requested_splits > 0) {
-    plan->num_splits = requested_splits < kMaxSplits ? requested_splits : kMaxSplits;
-    return true;
-  }
-  const int tiles = config == kConfigLarge ? tiles_l : tiles_s;
-  const int64_t ctas = int64_t(T) * head_blocks;
-  // Fill one wave of co-resident CTAs (1 per SM for LARGE, 2 for SMALL on Hopper), never
-  // start a partial second one (a 2-wave grid with a thin second wave measured slower).
-  const int64_t target = int64_t(d.sms) * d.blocks_per_sm(config, plan->heads_per_cta);
-  int splits = 1;
-  // v13: no split when one CTA per SM already covers >= 3/4 of the SMs. Splitting then only
-  // doubles CTAs up onto SMs that already hold one (two per SM on Hopper SMALL) and adds the
-  // fp32 partials (2 KB per head and split, several times the gathered KV at DSpark verify
-  // sizes) plus the combine. H200 sweep (bench/results/plan_sweep_h200.md), DSpark T = 50,
-  // 100 SMALL CTAs: 1 split 24.0 us, 2 splits 26.1. Fitted to that one point (the next lower
-  // point, 64 CTAs, wants splits: 57 vs 27 us); re-check on SM120, where SMALL is one per SM.
-  if (ctas > 0 && ctas < target && 4 * ctas < 3 * int64_t(d.sms)) {
-    splits = int(target / ctas);
-    if (splits > tiles) splits = tiles;
-    if (splits > kMaxSplits) splits = kMaxSplits;
-    if (splits < 1) splits = 1;
-  }
-  plan->num_splits = splits;
+  plan->num_splits = requested_splits > 0 ? (requested_splits < kMaxSplits ? requested_splits : kMaxSplits)
+                                          : auto_splits(d, *plan, T, head_blocks, config == kConfigLarge ? tiles_l : tiles_s);
+  plan->one_cta_per_sm = sparse_mla_one_cta_per_sm(d, *plan, int64_t(T) * head_blocks * plan->num_splits);
   return true;
-}
-
-// v23: the main kernel is launched as a programmatic dependent of the previous kernel in the
-// stream (its CTAs start under that kernel and wait in griddepcontrol.wait before touching
-// global memory). An early grid is placed on whatever SMs have room at that moment, so a grid
-// of at most one CTA per SM can land two on some SMs where the layout fits two: H200 same-call
-// A/B (bench/results/kernel_h200_v23_pdl/), DSpark T = 50 (100 SMALL CTAs) 24.0 -> 31.8 us,
-// T = 1 H = 64 +512 (80 SMALL16 CTAs) 8.9 -> 9.7, while every one-per-SM layout gained ~1 us.
-// true: launch such a grid with more than half an SM's shared memory per CTA, so no SM takes
-// two (the launch pads the dynamic shared memory; the kernel does not use the extra).
-inline bool sparse_mla_one_cta_per_sm(const SparseMlaPlanDevice& d, const SparseMlaPlan& plan, int64_t ctas) {
-  return d.blocks_per_sm(plan.config, plan.heads_per_cta) > 1 && ctas <= d.sms;
 }
 
 }  // namespace dsparkctl

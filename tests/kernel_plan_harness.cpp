@@ -2,8 +2,7 @@
 // tests/test_kernel_plan.py: no CUDA needed. One case per stdin line:
 //   sms smem_optin smem_large smem_large16 occ_small16 occ_small32 occ_large16 occ_large32
 //   occ_large64 large_wgmma T H topk extra_topk config requested_splits
-// prints "config heads_per_cta tile_n num_splits one_cta_per_sm" per case, or "invalid"
-// (one_cta_per_sm: sparse_mla_one_cta_per_sm for the grid T x head blocks x splits).
+// prints "config heads_per_cta tile_n num_splits one_cta_per_sm" per case, or "invalid".
 #include <cstdio>
 
 #include "sparse_mla_plan.h"
@@ -16,11 +15,8 @@ int main() {
                     &d.occ_large64, &wgmma, &T, &H, &topk, &extra, &config, &splits) == 16) {
     d.large_wgmma = wgmma != 0;
     dsparkctl::SparseMlaPlan p;
-    if (dsparkctl::sparse_mla_plan_for(d, T, H, topk, extra, config, splits, &p)) {
-      const long long ctas = (long long)T * ((H + p.heads_per_cta - 1) / p.heads_per_cta) * p.num_splits;
-      std::printf("%d %d %d %d %d\n", p.config, p.heads_per_cta, p.tile_n, p.num_splits,
-                  dsparkctl::sparse_mla_one_cta_per_sm(d, p, ctas) ? 1 : 0);
-    }
+    if (dsparkctl::sparse_mla_plan_for(d, T, H, topk, extra, config, splits, &p))
+      std::printf("%d %d %d %d %d\n", p.config, p.heads_per_cta, p.tile_n, p.num_splits, p.one_cta_per_sm ? 1 : 0);
     else
       std::printf("invalid\n");
   }
