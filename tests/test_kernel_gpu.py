@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -419,19 +421,26 @@ def test_verify_path_equals_one_token_at_a_time() -> None:
         assert ok, (r, stats)
 
 
+def _captured(fn: Callable[[], Any]) -> tuple[torch.cuda.CUDAGraph, Any]:
+    """(CUDA graph of fn, fn's outputs in the graph's memory), after one warm-up call on a side
+    stream (the capture must not be the first call: library load, allocator pools)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = fn()
+    return g, out
+
+
 def test_cuda_graph_replay_matches_eager() -> None:
     args = _inputs(Case(t=10, h=64, topk=192, pbs=256, extra=(512, 64), sink=True, seed=31))
     eager = ops.sparse_mla_decode(**args)
     static_q = args["q"].clone()
     a2 = dict(args, q=static_q)
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        ops.sparse_mla_decode(**a2)  # warm-up on the side stream
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        g_out, g_lse = ops.sparse_mla_decode(**a2)
+    g, (g_out, g_lse) = _captured(lambda: ops.sparse_mla_decode(**a2))
     g.replay()
     torch.cuda.synchronize()
     assert torch.equal(g_out, eager[0]) and torch.equal(g_lse, eager[1])
@@ -473,14 +482,7 @@ def test_back_to_back_calls_see_the_previous_kernels_writes(graph: bool) -> None
         return outs
 
     if graph:
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            chain()  # warm-up on the side stream
-        torch.cuda.current_stream().wait_stream(s)
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            got = chain()
+        g, got = _captured(chain)
         static_q.zero_()
         g.replay()
     else:
