@@ -279,7 +279,8 @@ def main() -> int:
             # 1-2% under an identical automatic plan's "ours", so the sweep compares like with like.
             for name, cfg in (
                 ("auto_first", ops.CONFIG_AUTO), ("large", ops.CONFIG_LARGE_SMEM), ("small", ops.CONFIG_SMALL_SMEM),
-                ("small16", ops.CONFIG_SMALL_SMEM_16), ("large16", ops.CONFIG_LARGE_SMEM_16), ("auto_last", ops.CONFIG_AUTO),
+                ("small16", ops.CONFIG_SMALL_SMEM_16), ("large16", ops.CONFIG_LARGE_SMEM_16),
+                ("large32", ops.CONFIG_LARGE_SMEM_32), ("auto_last", ops.CONFIG_AUTO),
             ):  # fmt: skip
                 try:
                     row[f"{name}_us"] = graph_time(lambda s, c=cfg: ops.sparse_mla_decode_cfg(sm_scale=scale, config=c, **s), sets) * 1e6
@@ -337,11 +338,12 @@ def render_md(meta: dict, rows: list[dict]) -> str:
         lines += _section(
             "Layout sweep (same graphs, layout forced, automatic split count; auto: the automatic plan timed "
             "in the sweep, the better of before and after the forced ones): us per call",
-            ["auto", "large smem", "small smem", "small smem, 16 heads/CTA", "large smem, 16 heads/CTA"],
+            ["auto", "large smem", "small smem", "small smem, 16 heads/CTA", "large smem, 16 heads/CTA",
+             "large smem, 32 heads/CTA"],
             rows,
             lambda r: [
                 min(r.get("auto_first_us", r["ours_us"]), r.get("auto_last_us", r["ours_us"])),
-                *(r.get(f"{n}_us", nan) for n in ("large", "small", "small16", "large16")),
+                *(r.get(f"{n}_us", nan) for n in ("large", "small", "small16", "large16", "large32")),
             ],
         )
     if any("pred_then_ours_us" in r for r in rows):

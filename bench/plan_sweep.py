@@ -32,8 +32,9 @@ LAYOUTS = {
     2: ("small", 32, 32),
     3: ("small16", 16, 32),
     4: ("large16", 16, 64),
+    5: ("large32", 32, 64),
 }  # config: name, heads/CTA, tile
-SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 13, 16, 20, 24, 33, 36)
+SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 11, 12, 13, 16, 20, 24, 33, 36)
 
 
 def sweep_shapes() -> list[dict]:
@@ -49,6 +50,8 @@ def sweep_shapes() -> list[dict]:
         for t in (1, 8)
     ]
     out += [{"kind": "decode", "H": 32, "topk": 128, "valid": 128, "extra": 512, "T": 8}]
+    # v26's no-split condition away from the DSpark shapes: 128 CTAs of 32 heads, chains of 2
+    out += [{"kind": "decode", "H": 64, "topk": 128, "valid": 128, "extra": 0, "T": 64}]
     return out
 
 
@@ -59,6 +62,9 @@ def main() -> int:
     ap.add_argument("--json", type=Path, required=True)
     ap.add_argument("--md", type=Path)
     ap.add_argument("--replays", type=int, default=3)
+    ap.add_argument(
+        "--kind", choices=("dspark", "decode"), help="only the shapes of this kind (a shorter run)"
+    )
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("plan_sweep: no CUDA device", file=sys.stderr)
@@ -71,6 +77,8 @@ def main() -> int:
     rows = []
     scale = 512**-0.5
     for i, shape in enumerate(sweep_shapes()):
+        if args.kind and shape["kind"] != args.kind:
+            continue
         nbytes, _ = call_bytes_flops(shape, make_sets(shape, caches, 1, seed=10_000 + i)[0])
         sets = make_sets(shape, caches, int(min(32, max(4, math.ceil(240e6 / nbytes)))), seed=i)
         auto = (
@@ -79,7 +87,7 @@ def main() -> int:
         )
         rec = {**shape, "auto_us": round(auto, 2), "forced": []}
         for cfg, (name, heads, tile) in LAYOUTS.items():
-            if cfg == 3 and shape["H"] <= 16:
+            if (cfg == 3 and shape["H"] <= 16) or (cfg == 5 and shape["H"] <= 32):
                 continue
             tiles = -(-shape["topk"] // tile) + -(-shape["extra"] // tile)
             ctas = shape["T"] * -(-shape["H"] // heads)

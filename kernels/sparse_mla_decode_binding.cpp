@@ -110,7 +110,7 @@ std::tuple<at::Tensor, at::Tensor> run_cuda(
     int64_t num_splits) {
   check_common(q_in, kv, indices, topk_length, sink_in, ekv, eidx, elen);
   TORCH_CHECK(q_in.is_cuda(), "q must be on a CUDA device");
-  TORCH_CHECK(config >= 0 && config <= 4, "config must be 0, 1, 2, 3 or 4");
+  TORCH_CHECK(config >= 0 && config <= 5, "config must be 0, 1, 2, 3, 4 or 5");
   TORCH_CHECK(num_splits >= 0 && num_splits <= dsparkctl::kMaxSplits, "num_splits must be in 0..64");
   const c10::cuda::CUDAGuard guard(q_in.device());
   const int64_t T = q_in.size(0), H = q_in.size(1);

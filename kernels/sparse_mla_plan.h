@@ -12,14 +12,15 @@ namespace dsparkctl {
 // Tile configurations. LARGE needs ~187 KB of shared memory per block (Hopper, B200);
 // SMALL fits the 99 KB of SM120/SM121. SMALL16 is SMALL with 16 heads per CTA at any H
 // (more CTAs per token, each with a shorter tile chain: latency-bound calls such as T = 1);
-// LARGE16 is LARGE with 16 heads per CTA (64-candidate tiles, half the CTAs of SMALL16).
+// LARGE16 is LARGE with 16 heads per CTA (64-candidate tiles, half the CTAs of SMALL16);
+// LARGE32 is LARGE with 32 heads per CTA at any H (twice the CTAs of a 64-head LARGE grid).
 // AUTO picks from the shape and the device (kernels/NOTES.md).
 enum SparseMlaConfig : int {
-  kConfigAuto = 0, kConfigLarge = 1, kConfigSmall = 2, kConfigSmall16 = 3, kConfigLarge16 = 4
+  kConfigAuto = 0, kConfigLarge = 1, kConfigSmall = 2, kConfigSmall16 = 3, kConfigLarge16 = 4, kConfigLarge32 = 5
 };
 
 struct SparseMlaPlan {
-  int config = 0;      // resolved: kConfigLarge or kConfigSmall (SMALL16 / LARGE16 resolve to them)
+  int config = 0;      // resolved: kConfigLarge or kConfigSmall (SMALL16 / LARGE16 / LARGE32 resolve to them)
   int heads_per_cta = 0;
   int tile_n = 0;
   int num_splits = 1;  // 1: direct write, no workspace
@@ -83,16 +84,39 @@ inline bool sparse_mla_one_cta_per_sm(const SparseMlaPlanDevice& d, const Sparse
   return d.blocks_per_sm(plan.config, plan.heads_per_cta) > 1 && ctas <= d.sms;
 }
 
+// v26: 32-head LARGE CTAs where they fill the GPU in one wave with fewer fp32 partials than the
+// 64-head plan pays for. A 32-head tile (mma.sync) costs a CTA about what a 64-head one (wgmma
+// on sm_90a) does (H200: 3 tiles per CTA, DSpark T = 50, 20.2 us on 100 CTAs vs 21.4 on 50), so
+// halving the heads per CTA doubles the CTAs at the same chain length, where splitting the
+// candidates would add 2 KB of partial per head and split, written at ~25 bytes per cycle per SM
+// (bench/store_ceiling.cu) and read back by the combine. Taken when the 32-head grid at its
+// automatic split count is one full wave (3/4 to all of the SMs) and either
+//   - needs no split (no partials, no combine) with chains of <= 3 tiles, or
+//   - gives every CTA a single tile, or
+//   - gives chains of two where the 64-head plan has single-tile CTAs on >= 3/4 of the SMs
+//     (its partials then cost more than the second tile).
+// H200 plan sweep (bench/results/kernel_h200_v26_plan/): DSpark T = 50 20.2 vs 23.0 us (the
+// 64-head plan, 2 splits), DSpark +512 T = 5 14.0 vs 14.9 (LARGE16, 6 splits), +512 T = 10 18.1
+// vs 19.8 (64-head, 11 splits); and it is not taken where the sweep had it behind: decode
+// T = 8 at 64 / 128 heads (17.4-32.0 vs 16.9-25.4), every T >= 25 with an extra cache, T = 1.
+// Fitted to those three H200 points; LARGE does not fit SM120 / SM121, whose plans it leaves alone.
+inline bool sparse_mla_large32_fills_wave(const SparseMlaPlanDevice& d, int T, int H, int tiles_l);
+
 // The plan for one call: layout, heads per CTA, tile size, split count. false: bad arguments.
 inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int topk, int extra_topk, int config,
                                 int requested_splits, SparseMlaPlan* plan) {
   if (plan == nullptr || d.sms < 1 || T < 0 || H < 1 || H > 128 || topk < 1 || extra_topk < 0) return false;
   bool heads16 = config == kConfigSmall16 || config == kConfigLarge16;
+  bool heads32 = config == kConfigLarge32;
   if (config == kConfigSmall16) config = kConfigSmall;
-  if (config == kConfigLarge16) config = kConfigLarge;
+  if (config == kConfigLarge16 || config == kConfigLarge32) config = kConfigLarge;
   // Tiles per token at the full topk (+ extra topk): 32-candidate (SMALL) and 64-candidate (LARGE).
   const int tiles_s = (topk + 31) / 32 + (extra_topk + 31) / 32;
   const int tiles_l = (topk + 63) / 64 + (extra_topk + 63) / 64;
+  if (config == kConfigAuto && sparse_mla_large32_fills_wave(d, T, H, tiles_l)) {
+    config = kConfigLarge;
+    heads32 = true;
+  }
   if (config == kConfigAuto && H > 16) {
     // Latency-bound calls (T = 1, short drafts): when 16-head SMALL CTAs, one per SM, can
     // each take a single tile, use them. A CTA's time at one tile grows with its heads (v5
@@ -131,7 +155,7 @@ inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int 
       // about half the splits) are now at least as fast: with v23's early start the
       // like-for-like H200 sweeps had DSpark +512 T = 5 at 14.6-14.9 vs 15.2-15.3 us (three
       // calls) and T = 1 H = 128 +1024 at 14.8-15.0 vs 14.9-15.2 (two calls); before v23 the
-      // latter lost (15.7 vs 14.5, v18).
+      // latter lost (15.7 vs 14.5, v18). (v26 now takes DSpark +512 T = 5 first: 32-head LARGE.)
       config = kConfigLarge;
       heads16 = true;
     } else if (ctas16 > 0 && (work16 <= wave16 || (H >= 64 && 3 * work16 <= 5 * wave16))) {
@@ -164,13 +188,30 @@ inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int 
   }
   if (config != kConfigLarge && config != kConfigSmall) return false;
   plan->config = config;
-  plan->heads_per_cta = heads16 ? 16 : sparse_mla_heads_per_cta(config, H);
+  plan->heads_per_cta = heads16 ? 16 : (heads32 ? 32 : sparse_mla_heads_per_cta(config, H));
   plan->tile_n = config == kConfigLarge ? 64 : 32;
   const int head_blocks = (H + plan->heads_per_cta - 1) / plan->heads_per_cta;
   plan->num_splits = requested_splits > 0 ? (requested_splits < kMaxSplits ? requested_splits : kMaxSplits)
                                           : auto_splits(d, *plan, T, head_blocks, config == kConfigLarge ? tiles_l : tiles_s);
   plan->one_cta_per_sm = sparse_mla_one_cta_per_sm(d, *plan, int64_t(T) * head_blocks * plan->num_splits);
   return true;
+}
+
+inline bool sparse_mla_large32_fills_wave(const SparseMlaPlanDevice& d, int T, int H, int tiles_l) {
+  if (H < 64 || T < 1 || d.smem_optin < d.smem_large || d.occ_large32 < 1) return false;
+  SparseMlaPlan p32;
+  p32.config = kConfigLarge;
+  p32.heads_per_cta = 32;
+  p32.tile_n = 64;
+  SparseMlaPlan p64 = p32;
+  p64.heads_per_cta = 64;
+  const int hb32 = (H + 31) / 32, hb64 = (H + 63) / 64;
+  const int s32 = auto_splits(d, p32, T, hb32, tiles_l), s64 = auto_splits(d, p64, T, hb64, tiles_l);
+  const int64_t ctas32 = int64_t(T) * hb32 * s32, ctas64 = int64_t(T) * hb64 * s64;
+  const int chain32 = (tiles_l + s32 - 1) / s32, chain64 = (tiles_l + s64 - 1) / s64;
+  const int64_t sms = d.sms;
+  if (ctas32 > sms || 4 * ctas32 < 3 * sms) return false;  // not one full wave
+  return (s32 == 1 && chain32 <= 3) || chain32 == 1 || (chain32 == 2 && chain64 == 1 && 4 * ctas64 >= 3 * sms);
 }
 
 }  // namespace dsparkctl

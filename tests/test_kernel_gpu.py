@@ -35,7 +35,10 @@ def _library() -> None:
     ops.load()
 
 
-_LARGE_CONFIGS = (ops.CONFIG_LARGE_SMEM, ops.CONFIG_LARGE_SMEM_16)
+_LARGE_CONFIGS = (ops.CONFIG_LARGE_SMEM, ops.CONFIG_LARGE_SMEM_16, ops.CONFIG_LARGE_SMEM_32)
+_FORCED_CONFIGS = (
+    ops.CONFIG_LARGE_SMEM, ops.CONFIG_SMALL_SMEM, ops.CONFIG_SMALL_SMEM_16, ops.CONFIG_LARGE_SMEM_16, ops.CONFIG_LARGE_SMEM_32
+)
 _fits: dict[int, bool] = {}
 
 
@@ -182,14 +185,19 @@ def test_axis_cases_cover_every_value() -> None:
 @pytest.mark.parametrize("case", AXIS_CASES, ids=lambda c: c.name)
 @pytest.mark.parametrize(
     "config",
-    [ops.CONFIG_AUTO, ops.CONFIG_SMALL_SMEM, ops.CONFIG_SMALL_SMEM_16, ops.CONFIG_LARGE_SMEM, ops.CONFIG_LARGE_SMEM_16],
-    ids=["auto", "small", "small16", "large", "large16"],
+    [
+        ops.CONFIG_AUTO, ops.CONFIG_SMALL_SMEM, ops.CONFIG_SMALL_SMEM_16, ops.CONFIG_LARGE_SMEM, ops.CONFIG_LARGE_SMEM_16,
+        ops.CONFIG_LARGE_SMEM_32,
+    ],
+    ids=["auto", "small", "small16", "large", "large16", "large32"],
 )
 def test_matches_reference(case: Case, config: int) -> None:
     """Every case at every layout: the automatic plan alone would leave some tile shapes
     (on Hopper, the wgmma 64 x 64 tiles) reached by only a few cases."""
     if config in (ops.CONFIG_SMALL_SMEM_16, ops.CONFIG_LARGE_SMEM_16) and case.h <= 16:
         pytest.skip("a 16-head layout equals its 64-head one at <= 16 heads")
+    if config == ops.CONFIG_LARGE_SMEM_32 and case.h <= 32:
+        pytest.skip("the 32-head large layout equals the large one at <= 32 heads")
     args = _inputs(case)
     if config == ops.CONFIG_AUTO:
         out, lse = ops.sparse_mla_decode(**args)
@@ -294,7 +302,7 @@ def test_combine_sum_order_independent_of_row_count(splits: int) -> None:
         assert torch.equal(o1[0], out[r]) and torch.equal(l1[0], lse[r]), (splits, r)
 
 
-@pytest.mark.parametrize("config", [ops.CONFIG_LARGE_SMEM, ops.CONFIG_SMALL_SMEM, ops.CONFIG_SMALL_SMEM_16, ops.CONFIG_LARGE_SMEM_16])
+@pytest.mark.parametrize("config", _FORCED_CONFIGS)
 def test_q_outside_fp16_range_takes_the_shift_path(config: int) -> None:
     """Q's nope part meets the fp16 K tile in fp16 (v12). Q beyond fp16's range (x 2^17: |q| up
     to ~6e5) or with chunks below 2^-6 (x 2^-12) takes the per-row power-of-two shift, which is
@@ -338,7 +346,7 @@ def test_lse_conventions(base2: bool, sink: bool) -> None:
 
 
 @pytest.mark.parametrize("splits", [1, 2, 7, 9, 20, 33, 64])
-@pytest.mark.parametrize("config", [ops.CONFIG_LARGE_SMEM, ops.CONFIG_SMALL_SMEM, ops.CONFIG_SMALL_SMEM_16, ops.CONFIG_LARGE_SMEM_16])
+@pytest.mark.parametrize("config", _FORCED_CONFIGS)
 def test_forced_splits_including_empty_ones(splits: int, config: int) -> None:
     """Split counts that give the combine 1, 2, 3 and 4 groups of 128 threads, one and two
     load batches per group, and (6 tiles) many splits that are empty."""
@@ -349,7 +357,7 @@ def test_forced_splits_including_empty_ones(splits: int, config: int) -> None:
 
 
 @pytest.mark.parametrize("splits", [3, 5, 13, 0])
-@pytest.mark.parametrize("config", [ops.CONFIG_LARGE_SMEM, ops.CONFIG_SMALL_SMEM, ops.CONFIG_SMALL_SMEM_16, ops.CONFIG_LARGE_SMEM_16])
+@pytest.mark.parametrize("config", _FORCED_CONFIGS)
 def test_short_lengths_under_long_topk_split(splits: int, config: int) -> None:
     """Splits are cut over the full tile range of topk and clipped to each row's valid
     tiles, and the first tiles' ids are loaded before the lengths arrive: rows whose valid
@@ -397,6 +405,22 @@ def test_all_invalid_and_nan_everywhere_else() -> None:
     assert torch.count_nonzero(out) == 0 and bool(torch.isposinf(lse).all())
 
 
+@pytest.mark.parametrize(("t", "extra"), [(50, None), (5, (512, 64)), (10, (512, 64))], ids=["T50", "T5_x512", "T10_x512"])
+def test_dspark_shapes_on_32_head_large_ctas(t: int, extra: tuple[int, int] | None) -> None:
+    """v26: on Hopper the automatic plan runs these DSpark shapes (64 heads, topk 192, valid 133,
+    a full 512 extra cache) on 32-head LARGE CTAs. Against the reference, and bit for bit equal
+    to forcing that layout at its automatic split count, so the automatic path is the one checked."""
+    args = _inputs(Case(t=t, h=64, topk=192, pbs=256, extra=extra, sink=True, seed=70 + t))
+    args["topk_length"] = torch.full((t,), 133, device="cuda", dtype=torch.int32)
+    if extra is not None:
+        args["extra_topk_length"] = torch.full((t,), extra[0], device="cuda", dtype=torch.int32)
+    out, lse = ops.sparse_mla_decode(**args)
+    _check(args, out, lse)
+    if _fits_large(ops.CONFIG_LARGE_SMEM_32):
+        out32, lse32 = ops.sparse_mla_decode_cfg(config=ops.CONFIG_LARGE_SMEM_32, **args)
+        assert torch.equal(out, out32) and torch.equal(lse, lse32)
+
+
 def test_verify_path_equals_one_token_at_a_time() -> None:
     """R requests x (gamma+1) tokens in one call == each row alone: bitwise at the same tile
     layout and split count (checked for both layouts); within FlashMLA tolerance, row by row,
@@ -408,7 +432,7 @@ def test_verify_path_equals_one_token_at_a_time() -> None:
     def row(r: int) -> dict:
         return {k: (v[r : r + 1] if k not in ("kv_cache", "extra_kv_cache", "attn_sink") and v is not None else v) for k, v in args.items()}
 
-    configs = (ops.CONFIG_LARGE_SMEM, ops.CONFIG_SMALL_SMEM, ops.CONFIG_SMALL_SMEM_16, ops.CONFIG_LARGE_SMEM_16)
+    configs = _FORCED_CONFIGS
     for config, splits in itertools.product([c for c in configs if c not in _LARGE_CONFIGS or _fits_large(c)], (1, 4, 20)):
         out, lse = ops.sparse_mla_decode_cfg(config=config, num_splits=splits, **args)
         for r in range(args["q"].shape[0]):
@@ -547,7 +571,7 @@ def test_sanitizer_subset(case: Case) -> None:
     for config, splits in (
         (ops.CONFIG_AUTO, 0), (ops.CONFIG_SMALL_SMEM, 3), (ops.CONFIG_LARGE_SMEM, 1), (ops.CONFIG_SMALL_SMEM_16, 20),
         (ops.CONFIG_SMALL_SMEM_16, 36),  # the 10-load combine batch (33-40 splits)
-        (ops.CONFIG_LARGE_SMEM_16, 2),
+        (ops.CONFIG_LARGE_SMEM_16, 2), (ops.CONFIG_LARGE_SMEM_32, 4),
     ):  # fmt: skip
         if config in _LARGE_CONFIGS and not _fits_large(config):
             continue

@@ -15,7 +15,7 @@ import pytest
 from dsparkctl.kernel import build
 
 ROOT = Path(__file__).resolve().parent.parent
-AUTO, LARGE, SMALL, SMALL16, LARGE16 = 0, 1, 2, 3, 4
+AUTO, LARGE, SMALL, SMALL16, LARGE16, LARGE32 = 0, 1, 2, 3, 4, 5
 
 # Device facts. Shared memory of a 64-head LARGE CTA and a 16-head one (Cfg<4, 64>::SMEM,
 # Cfg<1, 64>::SMEM when this was written); only which side of the opt-in limit they fall on
@@ -64,8 +64,10 @@ H200_AUTO = {
     (5, 64, 192, 0): (SMALL, 16, 32, 6),  # DSpark draft
     (10, 64, 192, 0): (LARGE, 16, 64, 3),  # v18
     (25, 64, 192, 0): (LARGE, 16, 64, 1),  # DSpark verify: no split, no combine (v19)
-    (50, 64, 192, 0): (LARGE, 64, 64, 2),  # v24: with wgmma LARGE (without: SMALL, no split; v12, v13)
-    (5, 64, 192, 512): (LARGE, 16, 64, 6),  # v25 (v18-v24: SMALL16, 13 splits)
+    (50, 64, 192, 0): (LARGE, 32, 64, 1),  # v26: 32-head LARGE, no split (v24-v25: 64-head, 2 splits)
+    (5, 64, 192, 512): (LARGE, 32, 64, 11),  # v26: 32 heads, one tile each (v25: LARGE16, 6 splits)
+    (10, 64, 192, 512): (LARGE, 32, 64, 6),  # v26: 32 heads, two tiles each (v25: 64-head, 11 splits)
+    (25, 64, 192, 512): (LARGE, 64, 64, 5),
     (50, 64, 192, 512): (LARGE, 64, 64, 2),
     (64, 64, 128, 1024): (LARGE, 64, 64, 2),
     (64, 128, 128, 1024): (LARGE, 64, 64, 1),
@@ -135,8 +137,9 @@ def test_one_cta_per_sm_forcing(harness: Path) -> None:
     assert {s for s, r in zip(shapes, got, strict=True) if r[4]} == {
         (1, 16, 128, 512), (1, 64, 128, 512), (5, 64, 192, 0)
     }
-    # without wgmma DSpark T = 50 is SMALL (100 CTAs): padded too
-    assert launches(harness, H200_NO_WGMMA, [(50, 64, 192, 0, AUTO, 0)]) == [(SMALL, 32, 32, 1, 1)]
+    # a 100-CTA SMALL grid (DSpark T = 50 forced to SMALL, no split; before v26 the automatic
+    # plan of a build without wgmma) is padded too
+    assert launches(harness, H200_NO_WGMMA, [(50, 64, 192, 0, SMALL, 1)]) == [(SMALL, 32, 32, 1, 1)]
     # a forced SMALL16 grid of 8 x 2 x 16 splits = 256 CTAs (T = 8 H = 32 +1024): more than one per SM, not padded
     assert launches(harness, H200, [(8, 32, 128, 1024, SMALL16, 0)])[0][4] == 0
     # SM120: one CTA per SM by shared memory already; never padded
@@ -146,9 +149,40 @@ def test_one_cta_per_sm_forcing(harness: Path) -> None:
 def test_few_tile_rule_only_without_wgmma(harness: Path) -> None:
     """v12's rule (<= 3 LARGE tiles per token: SMALL) predates the sm_90a wgmma tiles; a
     build without them (or a GPU without the 64-head layout) keeps it."""
-    shape = [(50, 64, 192, 0, AUTO, 0), (64, 64, 128, 0, AUTO, 0)]
-    assert plans(harness, H200, shape) == [(LARGE, 64, 64, 2), (LARGE, 64, 64, 2)]
-    assert plans(harness, H200_NO_WGMMA, shape) == [(SMALL, 32, 32, 1), (SMALL, 32, 32, 1)]
-    # everything else in the bench is planned the same with and without wgmma
-    others = [s for s in H200_AUTO if s != (50, 64, 192, 0)]
-    assert plans(harness, H200_NO_WGMMA, [(*s, AUTO, 0) for s in others]) == [H200_AUTO[s] for s in others]
+    shape = [(40, 64, 192, 0, AUTO, 0), (100, 64, 192, 0, AUTO, 0)]
+    assert plans(harness, H200, shape) == [(LARGE, 64, 64, 3), (LARGE, 64, 64, 1)]
+    assert plans(harness, H200_NO_WGMMA, shape) == [(SMALL, 32, 32, 3), (SMALL, 32, 32, 1)]
+    # every bench shape is planned the same with and without wgmma (since v26 DSpark T = 50
+    # takes 32-head LARGE CTAs, mma.sync in both builds, ahead of the few-tile rule)
+    shapes = list(H200_AUTO)
+    assert plans(harness, H200_NO_WGMMA, [(*s, AUTO, 0) for s in shapes]) == [H200_AUTO[s] for s in shapes]
+
+
+def test_32_head_large_ctas_only_where_they_fill_one_wave(harness: Path) -> None:
+    """v26's three conditions, each at a shape that meets it and one just outside it (H200:
+    132 SMs, one LARGE CTA per SM); the sweep had 32-head CTAs behind at decode T = 8."""
+    got = dict(zip(
+        [
+            (50, 64, 192, 0), (64, 64, 128, 0),  # no split, chains <= 3 (100 / 128 CTAs)
+            (40, 64, 192, 0),  # 80 CTAs: under 3/4 of the SMs
+            (50, 64, 192, 512),  # no split but chains of 11
+            (5, 64, 192, 512), (6, 64, 128, 512),  # one tile per CTA (110 / 120 CTAs)
+            (10, 64, 192, 512),  # chains of two where the 64-head plan has 110 one-tile CTAs
+            (8, 64, 128, 512),  # chains of two, but the 64-head plan has only 80 one-tile CTAs
+            (8, 128, 128, 512), (8, 64, 128, 1024),  # chains of three with splits
+            (67, 64, 192, 0),  # 134 CTAs: more than one wave
+            (1, 128, 128, 1024), (25, 64, 192, 0),  # T = 1 and DSpark T = 25 keep their 16-head plans
+        ],
+        plans(harness, H200, [(*s, AUTO, 0) for s in [
+            (50, 64, 192, 0), (64, 64, 128, 0), (40, 64, 192, 0), (50, 64, 192, 512), (5, 64, 192, 512),
+            (6, 64, 128, 512), (10, 64, 192, 512), (8, 64, 128, 512), (8, 128, 128, 512), (8, 64, 128, 1024),
+            (67, 64, 192, 0), (1, 128, 128, 1024), (25, 64, 192, 0),
+        ]]),
+        strict=True,
+    ))  # fmt: skip
+    heads32 = {s for s, p in got.items() if p[0] == LARGE and p[1] == 32}
+    assert heads32 == {(50, 64, 192, 0), (64, 64, 128, 0), (5, 64, 192, 512), (6, 64, 128, 512), (10, 64, 192, 512)}, got
+    assert got[(64, 64, 128, 0)] == (LARGE, 32, 64, 1) and got[(6, 64, 128, 512)] == (LARGE, 32, 64, 10)
+    # forced: 32 heads per CTA at any head count, the automatic split count of that layout
+    forced = plans(harness, H200, [(1, 128, 128, 512, LARGE32, 0), (3, 8, 128, 0, LARGE32, 2)])
+    assert forced == [(LARGE, 32, 64, 10), (LARGE, 32, 64, 2)]

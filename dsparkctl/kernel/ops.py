@@ -30,9 +30,12 @@ OP_NAME = "sparse_mla_decode"
 ENV_SO = "DSPARKCTL_KERNEL_SO"
 # Layout configurations accepted by the testing op ``sparse_mla_decode_cfg``; SMALL_SMEM_16 is
 # the small-smem layout with 16 heads per CTA at any head count (what AUTO takes for
-# latency-bound calls such as T = 1); LARGE_SMEM_16 the large-smem layout (64-candidate tiles)
-# with 16 heads per CTA.
-CONFIG_AUTO, CONFIG_LARGE_SMEM, CONFIG_SMALL_SMEM, CONFIG_SMALL_SMEM_16, CONFIG_LARGE_SMEM_16 = 0, 1, 2, 3, 4
+# latency-bound calls such as T = 1); LARGE_SMEM_16 / LARGE_SMEM_32 the large-smem layout
+# (64-candidate tiles) with 16 / 32 heads per CTA at any head count.
+CONFIG_AUTO, CONFIG_LARGE_SMEM, CONFIG_SMALL_SMEM, CONFIG_SMALL_SMEM_16, CONFIG_LARGE_SMEM_16, CONFIG_LARGE_SMEM_32 = (
+    0, 1, 2, 3, 4, 5
+)
+CONFIGS = (CONFIG_AUTO, CONFIG_LARGE_SMEM, CONFIG_SMALL_SMEM, CONFIG_SMALL_SMEM_16, CONFIG_LARGE_SMEM_16, CONFIG_LARGE_SMEM_32)
 MAX_HEADS = 128
 MAX_SPLITS = 64
 
@@ -278,10 +281,10 @@ def sparse_mla_decode_cfg(
     """
     import torch
 
-    if config not in (CONFIG_AUTO, CONFIG_LARGE_SMEM, CONFIG_SMALL_SMEM, CONFIG_SMALL_SMEM_16, CONFIG_LARGE_SMEM_16):
+    if config not in CONFIGS:
         raise ValueError(
-            "config must be 0 (auto), 1 (large smem), 2 (small smem), 3 (small smem, 16 heads per CTA) "
-            f"or 4 (large smem, 16 heads per CTA), got {config}"
+            "config must be 0 (auto), 1 (large smem), 2 (small smem), 3 (small smem, 16 heads per CTA), "
+            f"4 (large smem, 16 heads per CTA) or 5 (large smem, 32 heads per CTA), got {config}"
         )
     if not 0 <= num_splits <= MAX_SPLITS:
         raise ValueError(f"num_splits must be in 0..{MAX_SPLITS}, got {num_splits}")
