@@ -90,17 +90,20 @@ inline bool sparse_mla_one_cta_per_sm(const SparseMlaPlanDevice& d, const Sparse
 // halving the heads per CTA doubles the CTAs at the same chain length, where splitting the
 // candidates would add 2 KB of partial per head and split, written at ~25 bytes per cycle per SM
 // (bench/store_ceiling.cu) and read back by the combine. Taken when the 32-head grid at its
-// automatic split count is one full wave (3/4 to all of the SMs) and either
-//   - needs no split (no partials, no combine) with chains of <= 3 tiles, or
-//   - gives every CTA a single tile, or
-//   - gives chains of two where the 64-head plan has single-tile CTAs on >= 3/4 of the SMs
-//     (its partials then cost more than the second tile).
-// H200 plan sweep (bench/results/kernel_h200_v26_plan/): DSpark T = 50 20.2 vs 23.0 us (the
+// automatic split count is one wave and
+//   - gives every CTA a single tile where no 16-head layout can (one wave of single-tile
+//     16-head CTAs is cheaper still: T = 1 H = 64 / 128 +512, DSpark drafts without the extra), or
+//   - fills >= 3/4 of the SMs and needs no split (no partials, no combine) with chains of <= 3
+//     tiles, or
+//   - fills >= 3/4 of the SMs with chains of two where the 64-head plan has single-tile CTAs on
+//     >= 3/4 of the SMs (its partials then cost more than the second tile).
+// H200 plan sweeps (bench/results/kernel_h200_v26_plan/): DSpark T = 50 20.2 vs 23.0 us (the
 // 64-head plan, 2 splits), DSpark +512 T = 5 14.0 vs 14.9 (LARGE16, 6 splits), +512 T = 10 18.1
-// vs 19.8 (64-head, 11 splits); and it is not taken where the sweep had it behind: decode
-// T = 8 at 64 / 128 heads (17.4-32.0 vs 16.9-25.4), every T >= 25 with an extra cache, T = 1.
-// Fitted to those three H200 points; LARGE does not fit SM120 / SM121, whose plans it leaves alone.
-inline bool sparse_mla_large32_fills_wave(const SparseMlaPlanDevice& d, int T, int H, int tiles_l);
+// vs 19.8 (64-head, 11 splits), v26b T = 1 H = 128 +1024 13.5 vs 14.7 (LARGE16, chains of two);
+// and it is not taken where the sweeps had it behind: decode T = 8 at 64 / 128 heads (17.4-32.0
+// vs 16.9-25.4), every T >= 25 with an extra cache, T = 1 where 16-head CTAs take one tile each.
+// Fitted to those four H200 points; LARGE does not fit SM120 / SM121, whose plans it leaves alone.
+inline bool sparse_mla_large32_fills_wave(const SparseMlaPlanDevice& d, int T, int H, int tiles_s, int tiles_l);
 
 // The plan for one call: layout, heads per CTA, tile size, split count. false: bad arguments.
 inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int topk, int extra_topk, int config,
@@ -113,7 +116,7 @@ inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int 
   // Tiles per token at the full topk (+ extra topk): 32-candidate (SMALL) and 64-candidate (LARGE).
   const int tiles_s = (topk + 31) / 32 + (extra_topk + 31) / 32;
   const int tiles_l = (topk + 63) / 64 + (extra_topk + 63) / 64;
-  if (config == kConfigAuto && sparse_mla_large32_fills_wave(d, T, H, tiles_l)) {
+  if (config == kConfigAuto && sparse_mla_large32_fills_wave(d, T, H, tiles_s, tiles_l)) {
     config = kConfigLarge;
     heads32 = true;
   }
@@ -155,7 +158,7 @@ inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int 
       // about half the splits) are now at least as fast: with v23's early start the
       // like-for-like H200 sweeps had DSpark +512 T = 5 at 14.6-14.9 vs 15.2-15.3 us (three
       // calls) and T = 1 H = 128 +1024 at 14.8-15.0 vs 14.9-15.2 (two calls); before v23 the
-      // latter lost (15.7 vs 14.5, v18). (v26 now takes DSpark +512 T = 5 first: 32-head LARGE.)
+      // latter lost (15.7 vs 14.5, v18). (v26 now takes both first: 32-head LARGE, one tile each.)
       config = kConfigLarge;
       heads16 = true;
     } else if (ctas16 > 0 && (work16 <= wave16 || (H >= 64 && 3 * work16 <= 5 * wave16))) {
@@ -197,7 +200,7 @@ inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int 
   return true;
 }
 
-inline bool sparse_mla_large32_fills_wave(const SparseMlaPlanDevice& d, int T, int H, int tiles_l) {
+inline bool sparse_mla_large32_fills_wave(const SparseMlaPlanDevice& d, int T, int H, int tiles_s, int tiles_l) {
   if (H < 64 || T < 1 || d.smem_optin < d.smem_large || d.occ_large32 < 1) return false;
   SparseMlaPlan p32;
   p32.config = kConfigLarge;
@@ -210,8 +213,15 @@ inline bool sparse_mla_large32_fills_wave(const SparseMlaPlanDevice& d, int T, i
   const int64_t ctas32 = int64_t(T) * hb32 * s32, ctas64 = int64_t(T) * hb64 * s64;
   const int chain32 = (tiles_l + s32 - 1) / s32, chain64 = (tiles_l + s64 - 1) / s64;
   const int64_t sms = d.sms;
-  if (ctas32 > sms || 4 * ctas32 < 3 * sms) return false;  // not one full wave
-  return (s32 == 1 && chain32 <= 3) || chain32 == 1 || (chain32 == 2 && chain64 == 1 && 4 * ctas64 >= 3 * sms);
+  if (ctas32 > sms) return false;  // more than one wave
+  // One tile per CTA where no 16-head layout has one tile per CTA in one wave (the first
+  // branch of the 16-head rules below would take that).
+  const int64_t ctas16 = int64_t(T) * ((H + 15) / 16);
+  const bool single16 = ctas16 * tiles_s <= sms * d.blocks_per_sm(kConfigSmall, 16) ||
+                        (d.smem_optin >= d.smem_large16 && ctas16 * tiles_l <= sms);
+  if (chain32 == 1) return !single16;
+  if (4 * ctas32 < 3 * sms) return false;  // not a full wave
+  return (s32 == 1 && chain32 <= 3) || (chain32 == 2 && chain64 == 1 && 4 * ctas64 >= 3 * sms);
 }
 
 }  // namespace dsparkctl

@@ -221,6 +221,11 @@ def test_decode_t1_automatic_plan(heads: int, extra: tuple[int, int]) -> None:
     if _fits_large(ops.CONFIG_LARGE_SMEM_16):
         outl, lsel = ops.sparse_mla_decode_cfg(config=ops.CONFIG_LARGE_SMEM_16, **args)
         _check(args, outl, lsel)
+    if heads > 32 and _fits_large(ops.CONFIG_LARGE_SMEM_32):
+        out32, lse32 = ops.sparse_mla_decode_cfg(config=ops.CONFIG_LARGE_SMEM_32, **args)
+        _check(args, out32, lse32)
+        if heads == 128 and extra[0] == 1024:  # v26b: the automatic plan's layout on Hopper
+            assert torch.equal(out, out32) and torch.equal(lse, lse32)
 
 
 def test_dspark_valid_length() -> None:

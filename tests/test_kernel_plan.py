@@ -60,7 +60,7 @@ H200_AUTO = {
     (1, 64, 128, 512): (SMALL, 16, 32, 20),  # 16-head SMALL CTAs, one tile each (v6)
     (1, 64, 128, 1024): (LARGE, 16, 64, 18),  # LARGE16, one tile each in one wave (v18)
     (1, 128, 128, 512): (LARGE, 16, 64, 10),  # v18
-    (1, 128, 128, 1024): (LARGE, 16, 64, 16),  # v25: LARGE16, <= 2 tiles (v18-v24: SMALL16, 33 splits)
+    (1, 128, 128, 1024): (LARGE, 32, 64, 18),  # v26b: 32 heads, one tile each (v25: LARGE16, <= 2 tiles)
     (5, 64, 192, 0): (SMALL, 16, 32, 6),  # DSpark draft
     (10, 64, 192, 0): (LARGE, 16, 64, 3),  # v18
     (25, 64, 192, 0): (LARGE, 16, 64, 1),  # DSpark verify: no split, no combine (v19)
@@ -159,8 +159,9 @@ def test_few_tile_rule_only_without_wgmma(harness: Path) -> None:
 
 
 def test_32_head_large_ctas_only_where_they_fill_one_wave(harness: Path) -> None:
-    """v26's three conditions, each at a shape that meets it and one just outside it (H200:
-    132 SMs, one LARGE CTA per SM); the sweep had 32-head CTAs behind at decode T = 8."""
+    """v26's conditions, each at a shape that meets it and one just outside it (H200: 132 SMs,
+    one LARGE CTA per SM); the sweeps had 32-head CTAs behind at decode T = 8 and wherever
+    16-head CTAs take one tile each in one wave."""
     got = dict(zip(
         [
             (50, 64, 192, 0), (64, 64, 128, 0),  # no split, chains <= 3 (100 / 128 CTAs)
@@ -171,17 +172,23 @@ def test_32_head_large_ctas_only_where_they_fill_one_wave(harness: Path) -> None
             (8, 64, 128, 512),  # chains of two, but the 64-head plan has only 80 one-tile CTAs
             (8, 128, 128, 512), (8, 64, 128, 1024),  # chains of three with splits
             (67, 64, 192, 0),  # 134 CTAs: more than one wave
-            (1, 128, 128, 1024), (25, 64, 192, 0),  # T = 1 and DSpark T = 25 keep their 16-head plans
+            (1, 128, 128, 1024), (2, 64, 128, 1024),  # one tile each where 16-head CTAs need two (72 CTAs)
+            (1, 128, 128, 512), (3, 64, 192, 512), (25, 64, 192, 0),  # 16-head CTAs, one tile each / T = 25
         ],
         plans(harness, H200, [(*s, AUTO, 0) for s in [
             (50, 64, 192, 0), (64, 64, 128, 0), (40, 64, 192, 0), (50, 64, 192, 512), (5, 64, 192, 512),
             (6, 64, 128, 512), (10, 64, 192, 512), (8, 64, 128, 512), (8, 128, 128, 512), (8, 64, 128, 1024),
-            (67, 64, 192, 0), (1, 128, 128, 1024), (25, 64, 192, 0),
+            (67, 64, 192, 0), (1, 128, 128, 1024), (2, 64, 128, 1024), (1, 128, 128, 512), (3, 64, 192, 512),
+            (25, 64, 192, 0),
         ]]),
         strict=True,
     ))  # fmt: skip
     heads32 = {s for s, p in got.items() if p[0] == LARGE and p[1] == 32}
-    assert heads32 == {(50, 64, 192, 0), (64, 64, 128, 0), (5, 64, 192, 512), (6, 64, 128, 512), (10, 64, 192, 512)}, got
+    assert heads32 == {
+        (50, 64, 192, 0), (64, 64, 128, 0), (5, 64, 192, 512), (6, 64, 128, 512), (10, 64, 192, 512),
+        (1, 128, 128, 1024), (2, 64, 128, 1024),
+    }, got  # fmt: skip
+    assert got[(1, 128, 128, 1024)] == (LARGE, 32, 64, 18) and got[(3, 64, 192, 512)] == (LARGE, 16, 64, 11)
     assert got[(64, 64, 128, 0)] == (LARGE, 32, 64, 1) and got[(6, 64, 128, 512)] == (LARGE, 32, 64, 10)
     # forced: 32 heads per CTA at any head count, the automatic split count of that layout
     forced = plans(harness, H200, [(1, 128, 128, 512, LARGE32, 0), (3, 8, 128, 0, LARGE32, 2)])
