@@ -22,7 +22,7 @@ from dsparkctl.kernel import layout, ops
 # (T, heads, topk, extra topk)
 SHAPES = {"big": (64, 128, 128, 1024), "t1": (1, 64, 128, 512), "dspark": (50, 64, 133, 512),
           "t1h16": (1, 16, 128, 512), "t1h128": (1, 128, 128, 1024), "ds5": (5, 64, 133, 0),
-          "ds5x": (5, 64, 133, 512), "ds50": (50, 64, 133, 0)}
+          "ds5x": (5, 64, 133, 512), "ds50": (50, 64, 133, 0), "t1h128s": (1, 128, 128, 512)}
 
 
 def inputs(t: int, h: int, topk: int, extra: int) -> dict:
