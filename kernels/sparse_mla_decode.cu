@@ -122,7 +122,8 @@ struct Cfg {
   static constexpr int OFF_RAW = OFF_IDX + 2 * BN * 16;         // raw tile bytes [BN][576]
   static constexpr int OFF_SCALE = OFF_RAW + BN * kRowBytes;    // [2][BN][8] scale slots
   static constexpr int OFF_QMAX = OFF_SCALE + 2 * BN * 8;     // [M][2] |q| nope max bits, per half row
-  static constexpr int OFF_TL = OFF_QMAX + M * 2 * 4;  // phase cycle sums (timeline builds only)
+  static constexpr int OFF_MBAR = OFF_QMAX + M * 2 * 4;  // the staging buffer's mbarrier (v27 clusters)
+  static constexpr int OFF_TL = OFF_MBAR + 8;  // phase cycle sums (timeline builds only)
   static constexpr int SMEM = OFF_TL + kTlSmemBytes;
   static_assert(S_WARPS <= kWarps, "S phase needs at most 8 warps");
   static_assert(M * kORow * 4 <= OFF_P, "the epilogue stages M fp32 rows in the Q and KV regions");
@@ -233,6 +234,71 @@ __device__ __forceinline__ void wgmma_commit_wait() {
 __device__ __forceinline__ void fence_proxy_async_smem() {
 #if DSPARKCTL_WGMMA
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
+// v27 (sm_90a): the head-block CTAs of one (token, split) run as a thread-block cluster and
+// fetch each tile once: every CTA copies 1/cluster of the tile's rows with a multicast bulk
+// copy that lands in every CTA's staging buffer and counts its bytes on every CTA's mbarrier.
+// Hopper-only like wgmma (-DDSPARKCTL_NO_CLUSTER_GATHER builds Hopper without it); everywhere
+// else each CTA gathers the whole tile itself with cp.async.
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) && !defined(DSPARKCTL_NO_CLUSTER_GATHER)
+#define DSPARKCTL_CLUSTER_GATHER 1
+#else
+#define DSPARKCTL_CLUSTER_GATHER 0
+#endif
+__device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
+#if DSPARKCTL_CLUSTER_GATHER
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n"
+               "fence.mbarrier_init.release.cluster;\n" ::"r"(smem_u32(bar)), "r"(count)
+               : "memory");
+#endif
+}
+// One arrival that also expects `bytes` of asynchronous copies in this phase.
+[[maybe_unused]] __device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, uint32_t bytes) {
+#if DSPARKCTL_CLUSTER_GATHER
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+#if DSPARKCTL_CLUSTER_GATHER
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(smem_u32(bar)), "r"(parity)
+        : "memory");
+  } while (!done);
+#endif
+}
+__device__ __forceinline__ void cluster_arrive() {
+#if DSPARKCTL_CLUSTER_GATHER
+  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void cluster_wait() {
+#if DSPARKCTL_CLUSTER_GATHER
+  asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#endif
+}
+[[maybe_unused]] __device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t r = 0;
+#if DSPARKCTL_CLUSTER_GATHER
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+#endif
+  return r;
+}
+// `bytes` (a multiple of 16, both addresses 16-byte aligned) from global memory to the same
+// shared-memory offset in every CTA of `mask`, counted on each one's mbarrier at `bar`.
+[[maybe_unused]] __device__ __forceinline__ void bulk_copy_multicast(void* dst, const void* src, uint32_t bytes, uint64_t* bar,
+                                                    uint16_t mask) {
+#if DSPARKCTL_CLUSTER_GATHER
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1], %2, [%3], %4;\n" ::"r"(
+          smem_u32(dst)),
+      "l"(src), "r"(bytes), "r"(smem_u32(bar)), "h"(mask)
+      : "memory");
 #endif
 }
 // D[64 x 32] += A[64 x 16] . B[32 x 16]^T, both K-major by descriptor, fp32 accumulators in
@@ -410,6 +476,47 @@ struct Tile {
       cp_async<8>(sScale + tid * 8, c.base + (a >= 0 ? a : 0), a >= 0);
     }
     cp_async_commit();
+  }
+
+  // v27: the same tile, fetched once per cluster of `cs` head-block CTAs (16-byte path only):
+  // CTA `rank` copies rows rank, rank + cs, ... with one multicast bulk copy per row part (448
+  // nope bytes, 128 rope bytes), issued by threads spread over the 8 warps (a bulk copy's
+  // operands are warp-uniform, so a warp issues its copies one by one). Every CTA expects the
+  // bytes of all valid rows on its own mbarrier, zeroes its invalid rows itself (no copy lands
+  // there) and copies all scale slots itself (8 bytes: under the bulk copy's 16-byte granule).
+  static __device__ __forceinline__ void prefetch_cluster(const SparseMlaCache& c, const int64_t* sOff, uint8_t* sRaw,
+                                                          uint8_t* sScale, uint64_t* bar, int cs) {
+    static_assert(VEC == 16 && NCPC * VEC == kDN && RCPC * VEC == kRowBytes - kDN, "16-byte rows only");
+    const int tid = tid_fresh();
+    const int warp = tid >> 5, lane = tid & 31;
+    if (tid < BN) {
+      const int64_t a = sOff[BN + tid];
+      cp_async<8>(sScale + tid * 8, c.base + (a >= 0 ? a : 0), a >= 0);
+    }
+    cp_async_commit();
+    if (warp == 0) {
+      uint32_t n = 0;
+#pragma unroll
+      for (int i = 0; i < BN; i += 32) n += __popc(__ballot_sync(0xffffffffu, sOff[i + lane] >= 0));
+      if (lane == 0) mbar_expect_tx(bar, n * uint32_t(kRowBytes));
+    }
+    if (tid < BN && sOff[tid] < 0) {
+      const uint4 z = make_uint4(0, 0, 0, 0);
+#pragma unroll
+      for (int ch = 0; ch < NCPC; ++ch) *reinterpret_cast<uint4*>(sRaw + (tid * NCPC + ch) * VEC) = z;
+#pragma unroll
+      for (int ch = 0; ch < RCPC; ++ch) *reinterpret_cast<uint4*>(sRaw + (NOPE + tid * RCPC + ch) * VEC) = z;
+    }
+    const int j = lane * kWarps + warp;  // this thread's local row slot: consecutive slots in different warps
+    if (j * cs < BN) {
+      const int i = j * cs + int(cluster_rank());
+      const int64_t off = sOff[i];
+      if (off >= 0) {
+        const uint16_t mask = uint16_t((1u << cs) - 1u);
+        bulk_copy_multicast(sRaw + i * NCPC * VEC, c.base + off, kDN, bar, mask);
+        bulk_copy_multicast(sRaw + (NOPE + i * RCPC) * VEC, c.base + off + kDN, kRowBytes - kDN, bar, mask);
+      }
+    }
   }
 
   // Dequantize this thread's chunks: nope FP8 * 2^(scale - maxb) -> fp16 (the tile's V is
@@ -592,7 +699,10 @@ __device__ __forceinline__ float out_factor(bool empty, float l, float lse_nat, 
 #endif
 #endif
 
-template <int MT, int BN, int VEC>
+// CLUSTER (v27): the head blocks of one (token, split) form one thread-block cluster of
+// head_blocks CTAs that copy each tile once (sparse_mla_cluster_gather); a separate
+// instantiation, so the other kernels' code is untouched by it.
+template <int MT, int BN, int VEC, bool CLUSTER = false>
 __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCKS : 1)
     sparse_mla_decode_kernel(const SparseMlaParams p, int num_splits, int head_blocks) {
   using C = Cfg<MT, BN>;
@@ -615,6 +725,10 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   uint8_t* sScale = smem + C::OFF_SCALE;  // [2][BN * 8], by tile parity
   __nv_bfloat16* sP16 = reinterpret_cast<__nv_bfloat16*>(smem + C::OFF_P16);  // fp16 bits
   uint32_t* sQmax = reinterpret_cast<uint32_t*>(smem + C::OFF_QMAX);
+  uint64_t* sBar = reinterpret_cast<uint64_t*>(smem + C::OFF_MBAR);
+  // v27 (sm_90a, 16-byte path): this CTA's head-block peers share its tiles' copies
+  constexpr bool clustered = CLUSTER && DSPARKCTL_CLUSTER_GATHER && VEC == 16;
+  const int cluster = head_blocks;
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // Let the split combine (launched with programmatic stream serialization) be scheduled
@@ -622,6 +736,12 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
   DSPARKCTL_TL_BEGIN(smem + C::OFF_TL)
+  if constexpr (clustered) {
+    // Every peer's mbarrier must exist before the first multicast copy lands in it: initialised
+    // here, the cluster barrier completes just before the first tile's copies are issued.
+    if (threadIdx.x == 0) mbar_init(sBar, 1);
+    cluster_arrive();
+  }
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
   const int lane = tid & 31;
@@ -752,10 +872,15 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   }
   const bool q_slow = __syncthreads_or(q_odd);  // also: the first tiles' offsets are visible
   DSPARKCTL_TL_MARK(6);
+  if constexpr (clustered) cluster_wait();  // every peer's mbarrier is initialised
   if (tile_begin < tile_end) {
     const SparseMlaCache* c; int pos0, len;
     tile_src(tile_begin, c, pos0, len);
-    TileT::prefetch(*c, sOff + (tile_begin & 1) * 2 * BN, sRaw, sScale + (tile_begin & 1) * BN * 8);
+    if constexpr (clustered)
+      TileT::prefetch_cluster(*c, sOff + (tile_begin & 1) * 2 * BN, sRaw, sScale + (tile_begin & 1) * BN * 8, sBar,
+                              cluster);
+    else
+      TileT::prefetch(*c, sOff + (tile_begin & 1) * 2 * BN, sRaw, sScale + (tile_begin & 1) * BN * 8);
   }
   DSPARKCTL_TL_MARK(7);
   int q_shift[2] = {0, 0};  // this S-warp thread's two rows: the Q shift S undoes
@@ -795,6 +920,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
 
   for (int it = tile_begin; it < tile_end; ++it) {
     cp_async_wait_all();
+    if constexpr (clustered) mbar_wait(sBar, uint32_t(it - tile_begin) & 1u);  // every row's bytes, from every peer
     __syncthreads();  // tile `it` landed; previous tile's PV is done with sKV / sP
     DSPARKCTL_TL_MARK(9);
     // V exponent of this tile (its largest scale) and of the accumulators after it.
@@ -806,7 +932,17 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     if (it + 1 < tile_end) {
       const SparseMlaCache* c; int pos0, len;
       tile_src(it + 1, c, pos0, len);
-      TileT::prefetch(*c, sOff + ((it + 1) & 1) * 2 * BN, sRaw, sScale + ((it + 1) & 1) * BN * 8);
+      if constexpr (clustered) {
+        // Peers write this CTA's staging buffer: the next tile's copies wait until every CTA
+        // of the cluster has dequantized this one (unclustered, each thread only reads the
+        // chunks it copied itself, so no barrier is needed here).
+        cluster_arrive();
+        cluster_wait();
+        TileT::prefetch_cluster(*c, sOff + ((it + 1) & 1) * 2 * BN, sRaw, sScale + ((it + 1) & 1) * BN * 8, sBar,
+                                cluster);
+      } else {
+        TileT::prefetch(*c, sOff + ((it + 1) & 1) * 2 * BN, sRaw, sScale + ((it + 1) & 1) * BN * 8);
+      }
     }
     // ids of tile it+2: loaded now, validated and published after the S phase
     int32_t next_id = -1;
@@ -1370,10 +1506,10 @@ const DeviceInfo& device_info(int device) {
 // The kernel for a layout, with its dynamic shared memory limit raised once per device
 // (needed both to launch it and for the occupancy query of the plan): to the layout's need,
 // or to the padded size of a one-CTA-per-SM launch where that is larger (v23).
-template <int MT, int BN, int VEC>
+template <int MT, int BN, int VEC, bool CLUSTER = false>
 cudaError_t prepared_kernel(void (**out)(const SparseMlaParams, int, int)) {
   using C = Cfg<MT, BN>;
-  auto kernel = sparse_mla_decode_kernel<MT, BN, VEC>;
+  auto kernel = sparse_mla_decode_kernel<MT, BN, VEC, CLUSTER>;
   static bool attr_set[kMaxDevices] = {};
   int device = 0;
   cudaError_t e = cudaGetDevice(&device);
@@ -1389,6 +1525,13 @@ cudaError_t prepared_kernel(void (**out)(const SparseMlaParams, int, int)) {
   return cudaSuccess;
 }
 
+// -DDSPARKCTL_NO_CLUSTER_GATHER: no v27 clusters (the device code compiles them out too).
+#ifdef DSPARKCTL_NO_CLUSTER_GATHER
+constexpr bool kClusterGather = false;
+#else
+constexpr bool kClusterGather = true;
+#endif
+
 // -DDSPARKCTL_NO_MAIN_PDL: launch the main kernel in plain stream order (A/B builds).
 #ifdef DSPARKCTL_NO_MAIN_PDL
 constexpr int kMainPdl = 0;
@@ -1401,8 +1544,18 @@ template <int MT, int BN, int VEC>
 cudaError_t launch_main(const SparseMlaParams& p, const SparseMlaPlan& plan, int head_blocks, int smem_min,
                         cudaStream_t stream) {
   using C = Cfg<MT, BN>;
+  // v27: the head blocks of one (token, split) as one cluster that fetches each tile once
+  // where the plan says so (sparse_mla_cluster_gather: 16-head CTAs over 64-candidate tiles)
+  // and the 16-byte copy path runs; grid.x (T x head blocks) is a multiple of the cluster size.
+  constexpr bool kClusterLayout = kClusterGather && MT == 1 && BN == 64 && VEC == 16;
+  const int cluster = kClusterLayout && plan.cluster == head_blocks ? plan.cluster : 1;
   void (*kernel)(const SparseMlaParams, int, int) = nullptr;
-  cudaError_t e = prepared_kernel<MT, BN, VEC>(&kernel);
+  cudaError_t e = cudaSuccess;
+  if constexpr (kClusterLayout) {
+    e = cluster > 1 ? prepared_kernel<MT, BN, VEC, true>(&kernel) : prepared_kernel<MT, BN, VEC>(&kernel);
+  } else {
+    e = prepared_kernel<MT, BN, VEC>(&kernel);
+  }
   if (e != cudaSuccess) return e;
   // Programmatic dependent launch (v23): the CTAs may start under the previous kernel in the
   // stream; the kernel waits (griddepcontrol.wait) before its first global access.
@@ -1411,11 +1564,18 @@ cudaError_t launch_main(const SparseMlaParams& p, const SparseMlaPlan& plan, int
   cfg.blockDim = dim3(kThreads);
   cfg.dynamicSmemBytes = C::SMEM > smem_min ? C::SMEM : smem_min;
   cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
+  cudaLaunchAttribute attr[2];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = kMainPdl;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
+  if (cluster > 1) {
+    attr[1].id = cudaLaunchAttributeClusterDimension;
+    attr[1].val.clusterDim.x = unsigned(cluster);
+    attr[1].val.clusterDim.y = 1;
+    attr[1].val.clusterDim.z = 1;
+    cfg.numAttrs = 2;
+  }
   e = cudaLaunchKernelEx(&cfg, kernel, p, plan.num_splits, head_blocks);
   if (e != cudaSuccess) return e;
   return cudaGetLastError();
@@ -1530,6 +1690,7 @@ SparseMlaPlanDevice plan_device(int device) {
 #ifndef DSPARKCTL_NO_WGMMA
   d.large_wgmma = large_fits && di.major == 9;
 #endif
+  d.cluster_gather = kClusterGather && di.major == 9;
   return d;
 }
 

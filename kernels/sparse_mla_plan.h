@@ -25,6 +25,7 @@ struct SparseMlaPlan {
   int tile_n = 0;
   int num_splits = 1;  // 1: direct write, no workspace
   bool one_cta_per_sm = false;  // v23: pad the launch to half an SM's shared memory (sparse_mla_one_cta_per_sm)
+  int cluster = 1;  // v27: head-block CTAs per cluster sharing each tile's copy (sparse_mla_cluster_gather)
 };
 
 constexpr int kMaxSplits = 64;
@@ -38,6 +39,7 @@ struct SparseMlaPlanDevice {
   int smem_large16 = 0;  // shared memory of a 16-head LARGE CTA
   int occ_small16 = 1, occ_small32 = 1, occ_large16 = 1, occ_large32 = 1, occ_large64 = 1;
   bool large_wgmma = false;  // the 64-head x 64-candidate tiles run wgmma (sm_90a builds on Hopper, v20 / v21)
+  bool cluster_gather = false;  // multicast tile copies across a cluster (sm_90a builds on Hopper, v27)
   int blocks_per_sm(int config, int heads) const {
     const int n = config == kConfigLarge ? (heads == 16 ? occ_large16 : (heads == 32 ? occ_large32 : occ_large64))
                                          : (heads == 16 ? occ_small16 : occ_small32);
@@ -104,6 +106,27 @@ inline bool sparse_mla_one_cta_per_sm(const SparseMlaPlanDevice& d, const Sparse
 // vs 16.9-25.4), every T >= 25 with an extra cache, T = 1 where 16-head CTAs take one tile each.
 // Fitted to those four H200 points; LARGE does not fit SM120 / SM121, whose plans it leaves alone.
 inline bool sparse_mla_large32_fills_wave(const SparseMlaPlanDevice& d, int T, int H, int tiles_s, int tiles_l);
+
+// v27: the head-block CTAs of one (token, split) as a thread-block cluster that copies each tile
+// once (each CTA 1/cluster of the rows, multicast to all). It saves the copy issue of a
+// 64-candidate tile (~1,400 cycles of 16-byte cp.async per CTA) but a multi-tile chain pays a
+// cluster barrier per tile and a large grid waits for whole GPCs: H200 same-call A/B with it on
+// for every 2-8 head-block grid (bench/results/kernel_h200_v27_cluster/): T = 1 16-head LARGE
+// CTAs 10.2 -> 9.8-9.9 us (128 heads +512, clusters of 8) and 10.0-10.3 -> 9.8-9.9 (64 heads
+// +1024, of 4), but DSpark T = 10 (120 CTAs, one tile each) +0.4, T = 25 / 50 (chains of 3) +1.7
+// / +2.3, the 32-candidate 16-head CTAs at T = 1 +0.4 and 32-head ones +-0.1. So only there:
+// 16-head CTAs over 64-candidate tiles, one tile each, clusters of 4 or 8, at most 3/4 of the
+// SMs. The launch also needs the 16-byte copy path (aligned pages).
+inline int sparse_mla_cluster_gather(const SparseMlaPlanDevice& d, const SparseMlaPlan& plan, int T, int H, int topk,
+                                     int extra_topk) {
+  if (!d.cluster_gather || plan.config != kConfigLarge || plan.heads_per_cta != 16 || plan.tile_n != 64) return 1;
+  const int head_blocks = (H + 15) / 16;
+  if (head_blocks != 4 && head_blocks != 8) return 1;
+  const int tiles = (topk + 63) / 64 + (extra_topk + 63) / 64;
+  const int chain = (tiles + plan.num_splits - 1) / plan.num_splits;
+  const int64_t ctas = int64_t(T) * head_blocks * plan.num_splits;
+  return chain == 1 && 4 * ctas <= 3 * int64_t(d.sms) ? head_blocks : 1;
+}
 
 // The plan for one call: layout, heads per CTA, tile size, split count. false: bad arguments.
 inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int topk, int extra_topk, int config,
@@ -197,6 +220,7 @@ inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int 
   plan->num_splits = requested_splits > 0 ? (requested_splits < kMaxSplits ? requested_splits : kMaxSplits)
                                           : auto_splits(d, *plan, T, head_blocks, config == kConfigLarge ? tiles_l : tiles_s);
   plan->one_cta_per_sm = sparse_mla_one_cta_per_sm(d, *plan, int64_t(T) * head_blocks * plan->num_splits);
+  plan->cluster = sparse_mla_cluster_gather(d, *plan, T, H, topk, extra_topk);
   return true;
 }
 

@@ -21,9 +21,9 @@ AUTO, LARGE, SMALL, SMALL16, LARGE16, LARGE32 = 0, 1, 2, 3, 4, 5
 # Cfg<1, 64>::SMEM when this was written); only which side of the opt-in limit they fall on
 # matters to the plan.
 SMEM_LARGE, SMEM_LARGE16 = 202_240, 131_200
-H200 = dict(sms=132, optin=232_448, occ=(2, 2, 1, 1, 1), wgmma=1)  # SMALL 2 per SM, LARGE 1; sm_90a wgmma tiles
+H200 = dict(sms=132, optin=232_448, occ=(2, 2, 1, 1, 1), wgmma=1, cluster=1)  # SMALL 2 per SM, LARGE 1; sm_90a
 H200_NO_WGMMA = dict(H200, wgmma=0)  # a -DDSPARKCTL_NO_WGMMA build
-SM120 = dict(sms=188, optin=101_376, occ=(1, 1, 0, 0, 0), wgmma=0)  # RTX PRO 6000: SMALL only, 1 per SM
+SM120 = dict(sms=188, optin=101_376, occ=(1, 1, 0, 0, 0), wgmma=0, cluster=0)  # RTX PRO 6000: SMALL only, 1 per SM
 
 
 @pytest.fixture(scope="module")
@@ -40,9 +40,12 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def launches(exe: Path, dev: dict, cases: list[tuple[int, int, int, int, int, int]]) -> list[tuple[int, ...] | None]:
     """cases: (T, H, topk, extra_topk, config, requested_splits) -> (config, heads, tile, splits,
-    one CTA per SM forced at launch)."""
+    one CTA per SM forced at launch, CTAs per cluster)."""
     occ = " ".join(map(str, dev["occ"]))
-    lines = [f"{dev['sms']} {dev['optin']} {SMEM_LARGE} {SMEM_LARGE16} {occ} {dev['wgmma']} " + " ".join(map(str, c)) for c in cases]
+    lines = [
+        f"{dev['sms']} {dev['optin']} {SMEM_LARGE} {SMEM_LARGE16} {occ} {dev['wgmma']} {dev['cluster']} " + " ".join(map(str, c))
+        for c in cases
+    ]
     out = subprocess.run([str(exe)], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True).stdout
     res = [None if r == "invalid" else tuple(int(x) for x in r.split()) for r in out.split("\n") if r]
     assert len(res) == len(cases)
@@ -131,7 +134,7 @@ def test_one_cta_per_sm_forcing(harness: Path) -> None:
     got = launches(harness, H200, [(*s, AUTO, 0) for s in shapes])
     for (t, h, _k, _e), r in zip(shapes, got, strict=True):
         assert r is not None
-        config, heads, _tile, splits, forced = r
+        config, heads, _tile, splits, forced, _cluster = r
         ctas = t * -(-h // heads) * splits
         assert forced == int(config == SMALL and ctas <= H200["sms"]), ((t, h), r, ctas)
     assert {s for s, r in zip(shapes, got, strict=True) if r[4]} == {
@@ -139,7 +142,7 @@ def test_one_cta_per_sm_forcing(harness: Path) -> None:
     }
     # a 100-CTA SMALL grid (DSpark T = 50 forced to SMALL, no split; before v26 the automatic
     # plan of a build without wgmma) is padded too
-    assert launches(harness, H200_NO_WGMMA, [(50, 64, 192, 0, SMALL, 1)]) == [(SMALL, 32, 32, 1, 1)]
+    assert launches(harness, H200_NO_WGMMA, [(50, 64, 192, 0, SMALL, 1)]) == [(SMALL, 32, 32, 1, 1, 1)]
     # a forced SMALL16 grid of 8 x 2 x 16 splits = 256 CTAs (T = 8 H = 32 +1024): more than one per SM, not padded
     assert launches(harness, H200, [(8, 32, 128, 1024, SMALL16, 0)])[0][4] == 0
     # SM120: one CTA per SM by shared memory already; never padded
@@ -193,3 +196,23 @@ def test_32_head_large_ctas_only_where_they_fill_one_wave(harness: Path) -> None
     # forced: 32 heads per CTA at any head count, the automatic split count of that layout
     forced = plans(harness, H200, [(1, 128, 128, 512, LARGE32, 0), (3, 8, 128, 0, LARGE32, 2)])
     assert forced == [(LARGE, 32, 64, 10), (LARGE, 32, 64, 2)]
+
+
+def test_cluster_gather_only_for_single_tile_16_head_large_ctas(harness: Path) -> None:
+    """v27: clusters of 4 / 8 head-block CTAs share each tile's copy only where the same-call A/B
+    had them ahead: 16-head CTAs over 64-candidate tiles, one tile each, on at most 3/4 of the
+    SMs. Behind or even elsewhere (chains of 3, 120 CTAs, 32-candidate or 32-head CTAs), and never
+    without the sm_90a build on Hopper."""
+    shapes = [
+        (1, 128, 128, 512), (1, 64, 128, 1024),  # LARGE16, one tile each, 80 / 72 CTAs: clusters of 8 / 4
+        (10, 64, 192, 0),  # LARGE16, one tile each, but 120 CTAs
+        (25, 64, 192, 0),  # LARGE16, chains of 3
+        (1, 64, 128, 512), (1, 128, 128, 1024), (1, 32, 128, 512),  # SMALL16; 32-head LARGE; 2 head blocks
+    ]
+    got = launches(harness, H200, [(*s, AUTO, 0) for s in shapes])
+    assert [r[5] for r in got] == [8, 4, 1, 1, 1, 1, 1], got
+    assert [r[:2] for r in got[:4]] == [(LARGE, 16)] * 4  # the layouts the rule reads
+    # forced LARGE16 at a split count that leaves chains of two: no cluster
+    assert launches(harness, H200, [(1, 128, 128, 512, LARGE16, 5)])[0][5] == 1
+    assert [r[5] for r in launches(harness, SM120, [(*s, AUTO, 0) for s in shapes])] == [1] * len(shapes)
+    assert [r[5] for r in launches(harness, dict(H200, cluster=0), [(*s, AUTO, 0) for s in shapes])] == [1] * len(shapes)
