@@ -150,9 +150,9 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         text = (tmp_path / f"{k}.ptx").read_text()
         res[k] = {}
         for part in re.split(r"^(?:\.visible )?\.entry ", text, flags=re.M)[1:]:
-            m = re.match(r"\S*?(sparse_mla_(?:decode|combine)_kernelILi\d+ELi\d+(?:ELi\d+)?E)", part)
+            m = re.match(r"\S*?(sparse_mla_(?:decode|combine)_kernelILi\d+ELi\d+(?:ELi\d+)?E)(Lb1E)?", part)
             assert m, part[:200]
-            res[k][m[1]] = part
+            res[k][m[1] + ("+cluster" if m[2] else "")] = part  # v27's clustered instantiation
         assert len(res[k]) >= 10, (k, sorted(res[k]))
     return res
 
@@ -176,6 +176,21 @@ def test_wgmma_only_in_the_sm90a_64x64_tiles(kernel_ptx: dict[str, dict[str, str
     for k in ("sm_120a", "sm_90a_no_wgmma"):
         for name, body in kernel_ptx[k].items():
             assert "wgmma" not in body and "fence.proxy.async" not in body, (k, name)
+
+
+def test_multicast_copies_only_in_the_sm90a_cluster_kernel(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """v27: the multicast bulk copies, mbarriers and cluster barriers of the head-block clusters
+    live in one sm_90a instantiation (16 heads x 64 candidates, 16-byte path); every other kernel
+    keeps the plain per-CTA cp.async gather, and SM120 / SM121 get none of it."""
+    cluster_ops = ("multicast::cluster", "mbarrier.try_wait", "barrier.cluster")
+    for target, kernels in kernel_ptx.items():
+        with_ops = {name for name, body in kernels.items() if any(op in body for op in cluster_ops)}
+        expected = {"sparse_mla_decode_kernelILi1ELi64ELi16E+cluster"} if target.startswith("sm_90a") else set()
+        assert with_ops == expected, (target, sorted(with_ops))
+    body = kernel_ptx["sm_90a"]["sparse_mla_decode_kernelILi1ELi64ELi16E+cluster"]
+    assert all(op in body for op in cluster_ops)
+    # the mbarrier is initialised, and published to the peers, before any copy can land in it
+    assert body.index("mbarrier.init") < body.index("barrier.cluster.wait") < body.index("multicast::cluster")
 
 
 def test_no_global_access_before_the_grid_dependency_wait(kernel_ptx: dict[str, dict[str, str]]) -> None:
