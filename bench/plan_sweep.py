@@ -65,6 +65,11 @@ def main() -> int:
     ap.add_argument(
         "--kind", choices=("dspark", "decode"), help="only the shapes of this kind (a shorter run)"
     )
+    ap.add_argument(
+        "--layout",
+        choices=[name for name, _, _ in LAYOUTS.values()],
+        help="force only this layout (a shorter run; e.g. one layout on two builds in one call)",
+    )
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("plan_sweep: no CUDA device", file=sys.stderr)
@@ -88,6 +93,8 @@ def main() -> int:
         rec = {**shape, "auto_us": round(auto, 2), "forced": []}
         for cfg, (name, heads, tile) in LAYOUTS.items():
             if (cfg == 3 and shape["H"] <= 16) or (cfg == 5 and shape["H"] <= 32):
+                continue
+            if args.layout and name != args.layout:
                 continue
             tiles = -(-shape["topk"] // tile) + -(-shape["extra"] // tile)
             ctas = shape["T"] * -(-shape["H"] // heads)

@@ -117,13 +117,17 @@ inline bool sparse_mla_large32_fills_wave(const SparseMlaPlanDevice& d, int T, i
 // / +2.3, the 32-candidate 16-head CTAs at T = 1 +0.4 and 32-head ones +-0.1. So only there:
 // 16-head CTAs over 64-candidate tiles, one tile each, clusters of 4 or 8, at most 3/4 of the
 // SMs. The launch also needs the 16-byte copy path (aligned pages).
-inline int sparse_mla_cluster_gather(const SparseMlaPlanDevice& d, const SparseMlaPlan& plan, int T, int H, int topk,
-                                     int extra_topk) {
+// v28 (rejected, bench/results/kernel_h200_v28_cluster_chains_rejected/): chains too, with two
+// staging buffers and the cluster barrier one tile behind. DSpark T = 25 (100 CTAs, chains of 3)
+// +1.0 us, +0.5 with a relaxed arrive, and even with no chain barrier at all (a racy measurement
+// build) the forced LARGE16 chains were no faster than unclustered CTAs (+-0.5 us; T = 25 +0.7):
+// once a copy overlaps the previous tile, copying it once per cluster saves nothing.
+// `tiles_l`: 64-candidate tiles per token.
+inline int sparse_mla_cluster_gather(const SparseMlaPlanDevice& d, const SparseMlaPlan& plan, int T, int head_blocks,
+                                     int tiles_l) {
   if (!d.cluster_gather || plan.config != kConfigLarge || plan.heads_per_cta != 16 || plan.tile_n != 64) return 1;
-  const int head_blocks = (H + 15) / 16;
   if (head_blocks != 4 && head_blocks != 8) return 1;
-  const int tiles = (topk + 63) / 64 + (extra_topk + 63) / 64;
-  const int chain = (tiles + plan.num_splits - 1) / plan.num_splits;
+  const int chain = (tiles_l + plan.num_splits - 1) / plan.num_splits;
   const int64_t ctas = int64_t(T) * head_blocks * plan.num_splits;
   return chain == 1 && 4 * ctas <= 3 * int64_t(d.sms) ? head_blocks : 1;
 }
@@ -220,7 +224,7 @@ inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int 
   plan->num_splits = requested_splits > 0 ? (requested_splits < kMaxSplits ? requested_splits : kMaxSplits)
                                           : auto_splits(d, *plan, T, head_blocks, config == kConfigLarge ? tiles_l : tiles_s);
   plan->one_cta_per_sm = sparse_mla_one_cta_per_sm(d, *plan, int64_t(T) * head_blocks * plan->num_splits);
-  plan->cluster = sparse_mla_cluster_gather(d, *plan, T, H, topk, extra_topk);
+  plan->cluster = sparse_mla_cluster_gather(d, *plan, T, head_blocks, tiles_l);
   return true;
 }
 

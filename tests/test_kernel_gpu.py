@@ -426,6 +426,39 @@ def test_dspark_shapes_on_32_head_large_ctas(t: int, extra: tuple[int, int] | No
         assert torch.equal(out, out32) and torch.equal(lse, lse32)
 
 
+@pytest.mark.parametrize(
+    ("case", "splits", "fewer_heads"),
+    [
+        # the T = 1 bench shape's layout: clusters of 8, the 512 extra cache at page 64
+        (Case(t=1, h=128, topk=128, pbs=256, extra=(512, 64), sink=True, seed=2801), 10, 112),
+        # clusters of 8 with extra pages of 2 and a padded main page stride
+        (Case(t=1, h=128, topk=320, pbs=64, extra=(96, 2), sink=False, seed=2802), 7, 112),
+        # clusters of 4 over 4 tokens: random lengths (an empty row, > topk, negative), invalid ids
+        (Case(t=4, h=64, topk=192, pbs=256, extra=(96, 2), sink=True, seed=2803), 5, 48),
+        # clusters of 4, 16 splits of one long main cache
+        (Case(t=1, h=64, topk=1024, pbs=64, extra=None, sink=True, seed=2804), 16, 48),
+    ],
+    ids=lambda v: v.name if isinstance(v, Case) else str(v),
+)
+def test_clustered_ctas_equal_unclustered_ones(case: Case, splits: int, fewer_heads: int) -> None:
+    """v27: on Hopper, single-tile 16-head LARGE CTAs of 4 or 8 head blocks run as clusters that
+    copy each tile once by multicast (the plan CPU test
+    `test_cluster_gather_only_for_single_tile_16_head_large_ctas` pins these launches as
+    clustered). A call with one head block fewer (3 or 7: never clustered) computes its heads with
+    the same arithmetic in unclustered CTAs, so those heads must agree bit for bit, with invalid
+    and duplicated ids, empty rows and NaN-filled unused slots in play."""
+    if not _fits_large(ops.CONFIG_LARGE_SMEM_16):
+        pytest.skip("the large-smem layout does not fit this GPU's shared memory (SM120 / SM121)")
+    args = _inputs(case)
+    out, lse = ops.sparse_mla_decode_cfg(config=ops.CONFIG_LARGE_SMEM_16, num_splits=splits, **args)
+    _check(args, out, lse)
+    few = {**args, "q": args["q"][:, :fewer_heads].contiguous()}
+    if args["attn_sink"] is not None:
+        few["attn_sink"] = args["attn_sink"][:fewer_heads].contiguous()
+    out_f, lse_f = ops.sparse_mla_decode_cfg(config=ops.CONFIG_LARGE_SMEM_16, num_splits=splits, **few)
+    assert torch.equal(out[:, :fewer_heads], out_f) and torch.equal(lse[:, :fewer_heads], lse_f)
+
+
 def test_verify_path_equals_one_token_at_a_time() -> None:
     """R requests x (gamma+1) tokens in one call == each row alone: bitwise at the same tile
     layout and split count (checked for both layouts); within FlashMLA tolerance, row by row,

@@ -201,8 +201,8 @@ def test_32_head_large_ctas_only_where_they_fill_one_wave(harness: Path) -> None
 def test_cluster_gather_only_for_single_tile_16_head_large_ctas(harness: Path) -> None:
     """v27: clusters of 4 / 8 head-block CTAs share each tile's copy only where the same-call A/B
     had them ahead: 16-head CTAs over 64-candidate tiles, one tile each, on at most 3/4 of the
-    SMs. Behind or even elsewhere (chains of 3, 120 CTAs, 32-candidate or 32-head CTAs), and never
-    without the sm_90a build on Hopper."""
+    SMs. Behind or even elsewhere (chains of tiles: v27 and v28's A/Bs; 120 CTAs, 32-candidate or
+    32-head CTAs), not at 2 / 3 / 7 head blocks, and never without the sm_90a build on Hopper."""
     shapes = [
         (1, 128, 128, 512), (1, 64, 128, 1024),  # LARGE16, one tile each, 80 / 72 CTAs: clusters of 8 / 4
         (10, 64, 192, 0),  # LARGE16, one tile each, but 120 CTAs
@@ -212,7 +212,14 @@ def test_cluster_gather_only_for_single_tile_16_head_large_ctas(harness: Path) -
     got = launches(harness, H200, [(*s, AUTO, 0) for s in shapes])
     assert [r[5] for r in got] == [8, 4, 1, 1, 1, 1, 1], got
     assert [r[:2] for r in got[:4]] == [(LARGE, 16)] * 4  # the layouts the rule reads
-    # forced LARGE16 at a split count that leaves chains of two: no cluster
-    assert launches(harness, H200, [(1, 128, 128, 512, LARGE16, 5)])[0][5] == 1
+    # forced LARGE16: one tile per CTA clusters (the GPU test
+    # test_clustered_ctas_equal_unclustered_ones runs these and their 3 / 7 head-block twins);
+    # chains of two, or more than 3/4 of the SMs, do not
+    forced = [
+        (1, 128, 320, 96, LARGE16, 7), (1, 112, 320, 96, LARGE16, 7), (4, 64, 192, 96, LARGE16, 5),
+        (4, 48, 192, 96, LARGE16, 5), (1, 64, 1024, 0, LARGE16, 16), (1, 128, 128, 512, LARGE16, 10),
+        (1, 128, 128, 512, LARGE16, 5), (5, 64, 192, 96, LARGE16, 5),
+    ]
+    assert [r[5] for r in launches(harness, H200, forced)] == [8, 1, 4, 1, 4, 8, 1, 1]
     assert [r[5] for r in launches(harness, SM120, [(*s, AUTO, 0) for s in shapes])] == [1] * len(shapes)
     assert [r[5] for r in launches(harness, dict(H200, cluster=0), [(*s, AUTO, 0) for s in shapes])] == [1] * len(shapes)
