@@ -37,7 +37,7 @@ if [ -z "$SKIP_TESTS" ]; then
   $PY -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider 2>&1 | tee "$OUT/gpu_tests.log" | grep -vE "^  File|^Thread|^Extension" | tail -40
   echo "gpu tests: $(( $(date +%s) - t0 )) s"
   t0=$(date +%s)
-  [ -n "$NO_SAN" ] || { echo "== memcheck"; compute-sanitizer --tool memcheck --leak-check no $PY -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider -k sanitizer_subset 2>&1 | tail -15;
+  [ -n "$NO_SAN" ] || { echo "== memcheck"; compute-sanitizer --tool memcheck --leak-check no $PY -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider -k "sanitizer_subset or clustered_ctas" 2>&1 | tail -15;
     echo "== racecheck"; compute-sanitizer --tool racecheck $PY -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider -k "sanitizer_subset and T2" 2>&1 | tail -15; } > "$OUT/sanitizer.log" 2>&1
   [ -n "$NO_SAN" ] && echo "sanitizer: skipped (--no-sanitizer)" > "$OUT/sanitizer.log"
   cat "$OUT/sanitizer.log"
