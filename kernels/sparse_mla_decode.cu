@@ -579,9 +579,12 @@ struct Tile {
     }
   }
 
-  template <int G, bool SW>
+  // TAIL (v29): nope chunk groups that hold only candidates >= `rows` are skipped (those rows
+  // keep stale values: see kTailSkip). One uniform branch per group of G chunks, so a group's
+  // batched loads are as before (a per-chunk bound cost full tiles ~500 cycles in the v29 A/B).
+  template <int G, bool SW, bool TAIL>
   static __device__ __forceinline__ void store(const uint8_t* sRaw, const uint8_t* sScale, __nv_bfloat16* sKV,
-                                               uint32_t maxb) {
+                                               uint32_t maxb, int rows) {
     const int tid = tid_fresh();
     Vec rr[NPT_R];
 #pragma unroll
@@ -599,7 +602,10 @@ struct Tile {
       }
     }
 #pragma unroll
-    for (int j0 = 0; j0 < NPT_N; j0 += G) store_nope<G, SW>(sRaw, sScale, sKV, tid, maxb, j0);
+    for (int j0 = 0; j0 < NPT_N; j0 += G) {
+      if (TAIL && j0 > 0 && j0 * kThreads >= rows * NCPC) break;
+      store_nope<G, SW>(sRaw, sScale, sKV, tid, maxb, j0);
+    }
   }
 };
 
@@ -709,6 +715,16 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   using TileT = Tile<BN, VEC>;
   // sm_90a: S of the 64 x 64 tiles by wgmma (one warpgroup per 32 candidates, v20)
   constexpr bool kWgmma = DSPARKCTL_WGMMA && C::M == 64 && BN == 64;
+  // v29: the mma.sync 64-candidate tiles skip a partial tile's dead tail (positions past the
+  // row's length, e.g. 59 of DSpark's third tile at valid length 133): nope chunk groups that
+  // hold only rows past the next multiple of 16 are not dequantized (the second of two groups
+  // when <= 36 rows are live), S-warps whose columns all lie past the length skip their k-loop,
+  // and P.V skips those 16-candidate k-steps. The stale rows left in the KV tile are only
+  // read by S-warps whose other columns are live, and their S values are replaced by -inf (a
+  // select, so NaN garbage cannot leak); P.V never reads them.
+  // Not in v27's clustered kernel: its single-tile T = 1 CTAs rarely hold a partial tile, and the
+  // skip cost its full tiles ~0.17 us a call (v29 A/B: T = 1 64 heads +1024, 128 heads +512).
+  constexpr bool kTailSkip = BN == 64 && !kWgmma && !CLUSTER;
   static_assert(!kWgmma || (C::NWN == 2 && C::NTW == 4), "wgmma S: two warpgroups of 64 x 32");
   static_assert(!kWgmma || (C::OFF_Q % 1024 == 0 && C::OFF_KV % 1024 == 0 && C::OFF_P % 1024 == 0 &&
                              C::OFF_PLO % 1024 == 0 && C::OFF_P16 % 1024 == 0),
@@ -927,7 +943,15 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     const uint32_t maxb = tile_max_scale<BN>(sScale + (it & 1) * BN * 8, lane);
     const int e_tile = int(maxb) - 127;
     const int e_new = e_run > e_tile ? e_run : e_tile;
-    TileT::template store<C::DEQ_GROUP, kWgmma>(sRaw, sScale + (it & 1) * BN * 8, sKV, maxb);
+    // live candidates of this tile (those before the length cut), and rounded up to a k-step
+    int live = BN, live16 = BN;
+    if constexpr (kTailSkip) {
+      const SparseMlaCache* c; int pos0, len;
+      tile_src(it, c, pos0, len);
+      live = len - pos0 < BN ? len - pos0 : BN;
+      live16 = (live + 15) & ~15;
+    }
+    TileT::template store<C::DEQ_GROUP, kWgmma, kTailSkip>(sRaw, sScale + (it & 1) * BN * 8, sKV, maxb, live16);
     DSPARKCTL_TL_MARK(10);
     if (it + 1 < tile_end) {
       const SparseMlaCache* c; int pos0, len;
@@ -987,7 +1011,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
 #pragma unroll
         for (int kk = kDN / 16; kk < kD / 16; ++kk) wgmma_m64n32k16<true>(sacc, dq + kstep(kk, C::M), dk + kstep(kk, BN));
         wgmma_commit_wait();
-      } else {
+      } else if (!kTailSkip || cn < live) {  // v29: a slice wholly past the length keeps S = 0 (masked below)
       const __nv_bfloat16* qa = sQ + (rm + (lane & 15)) * kSRow + (lane >> 4) * 8;
       if constexpr (C::NTW == 1) {
         // One n-tile per warp: two accumulators over even / odd k-steps, so consecutive
@@ -1232,6 +1256,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     const int dr0 = kDN + warp * 8;
 #pragma unroll
     for (int ks = 0; ks < BN / 16; ++ks) {
+      if (kTailSkip && ks > 0 && ks * 16 >= live16) break;  // v29: k-steps wholly past the length
       const int i8 = lane >> 3;
       const __nv_bfloat16* vrow = sKV + (ks * 16 + (i8 & 1) * 8 + (lane & 7)) * kSRow;
       uint32_t pa[MT][4];

@@ -459,6 +459,23 @@ def test_clustered_ctas_equal_unclustered_ones(case: Case, splits: int, fewer_he
     assert torch.equal(out[:, :fewer_heads], out_f) and torch.equal(lse[:, :fewer_heads], lse_f)
 
 
+@pytest.mark.parametrize("config", [ops.CONFIG_LARGE_SMEM_16, ops.CONFIG_LARGE_SMEM_32], ids=["large16", "large32"])
+@pytest.mark.parametrize("splits", [1, 0])
+def test_partial_tile_tail_skip_boundaries(config: int, splits: int) -> None:
+    """v29: the mma.sync 64-candidate tiles skip the dead tail of a partial tile (dequantization
+    by chunk groups, S by warp slices, P.V by 16-candidate k-steps). Last-tile live counts at
+    every boundary those use (1, 15, 16, 17, 31-33, 36, 37, 63, 64) in the main and the extra
+    cache, against the reference."""
+    if not _fits_large(config):
+        pytest.skip("the large-smem layout does not fit this GPU's shared memory (SM120 / SM121)")
+    live = torch.tensor([1, 15, 16, 17, 31, 32, 33, 36, 37, 63, 64, 20], device="cuda", dtype=torch.int32)
+    args = _inputs(Case(t=live.numel(), h=64, topk=192, pbs=256, extra=(128, 2), sink=True, seed=2901 + config))
+    args["topk_length"] = 128 + live
+    args["extra_topk_length"] = 64 + live.flip(0)
+    out, lse = ops.sparse_mla_decode_cfg(config=config, num_splits=splits, **args)
+    _check(args, out, lse)
+
+
 def test_verify_path_equals_one_token_at_a_time() -> None:
     """R requests x (gamma+1) tokens in one call == each row alone: bitwise at the same tile
     layout and split count (checked for both layouts); within FlashMLA tolerance, row by row,
