@@ -114,6 +114,8 @@ def main() -> int:
                 rec["forced"].append(
                     {"layout": name, "splits": sp, "ctas": ctas * sp, "us": round(us, 2)}
                 )
+        if not rec["forced"]:  # --layout names a layout this shape skips (e.g. large32 at <= 32 heads)
+            continue
         best = min(rec["forced"], key=lambda r: r["us"])
         rec["best"] = best
         rows.append(rec)

@@ -107,9 +107,13 @@ struct Cfg {
   static constexpr int DEQ_GROUP = BN == 64 ? 4 : 2;  // chunks per batch of loads (Tile::store)
   static constexpr int S_WARPS = MT * NWN;  // warps busy in the S phase
   static constexpr int PROW = BN + 8;       // smem P row stride (bf16)
-  static constexpr int Q_BYTES = M * kSRow * 2;
+  // v30: the 32-head x 64-candidate tiles also run wgmma on sm_90a (transposed), whose
+  // operands need 1 KB boundaries: their Q and P regions are rounded up (the other layouts'
+  // regions already are 1 KB multiples or do not need it; their offsets are unchanged).
+  static constexpr int ALIGN = (M == 32 && BN == 64) ? 1024 : 1;
+  static constexpr int Q_BYTES = (M * kSRow * 2 + ALIGN - 1) / ALIGN * ALIGN;
   static constexpr int KV_BYTES = BN * kSRow * 2;
-  static constexpr int P_BYTES = M * PROW * 2;
+  static constexpr int P_BYTES = (M * PROW * 2 + ALIGN - 1) / ALIGN * ALIGN;
   static constexpr int RED_BYTES = NWN * M * 4;
   static constexpr int OFF_Q = 0;
   static constexpr int OFF_KV = OFF_Q + Q_BYTES;
@@ -229,6 +233,17 @@ __device__ __forceinline__ void wgmma_commit_wait() {
   asm volatile("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 #endif
 }
+// The two halves of wgmma_commit_wait, for work placed between them (v30: while the P.V runs).
+[[maybe_unused]] __device__ __forceinline__ void wgmma_commit() {
+#if DSPARKCTL_WGMMA
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+[[maybe_unused]] __device__ __forceinline__ void wgmma_wait() {
+#if DSPARKCTL_WGMMA
+  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#endif
+}
 // Shared-memory writes by ordinary stores become visible to wgmma (the async proxy) only
 // after this fence by the writing threads, before the barrier that orders them.
 __device__ __forceinline__ void fence_proxy_async_smem() {
@@ -303,24 +318,41 @@ __device__ __forceinline__ void cluster_wait() {
 }
 // D[64 x 32] += A[64 x 16] . B[32 x 16]^T, both K-major by descriptor, fp32 accumulators in
 // the mma.sync m16n8 C layout: warp w % 4 of the warpgroup holds rows 16 (w % 4) + lane / 4
-// (+ 8), d[n][.] the columns 8 n + 2 (lane % 4) (+ 1).
-template <bool BF16>
+// (+ 8), d[n][.] the columns 8 n + 2 (lane % 4) (+ 1). TRANS_A (v30): A is MN-major instead
+// (V^T of the 32-head tiles' P.V: the KV tile's rows are A's k index).
+template <bool BF16, bool TRANS_A = false>
 __device__ __forceinline__ void wgmma_m64n32k16(float (&d)[4][4], uint64_t da, uint64_t db) {
 #if DSPARKCTL_WGMMA
-#define DSPARKCTL_WGMMA_ARGS                                                                               \
-  " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 0, 0;\n}\n" \
-      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]),         \
-        "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),         \
-        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3])                                        \
+#define DSPARKCTL_WGMMA_ARGS(TA)                                                                               \
+  " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, " TA ", 0;\n}\n" \
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]),             \
+        "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),             \
+        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3])                                            \
       : "l"(da), "l"(db), "r"(1)
-  if constexpr (BF16) {
+  if constexpr (BF16 && TRANS_A) {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\nwgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16"
-                 DSPARKCTL_WGMMA_ARGS);
+                 DSPARKCTL_WGMMA_ARGS("1"));
+  } else if constexpr (TRANS_A) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\nwgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16"
+                 DSPARKCTL_WGMMA_ARGS("1"));
+  } else if constexpr (BF16) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\nwgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16"
+                 DSPARKCTL_WGMMA_ARGS("0"));
   } else {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\nwgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16"
-                 DSPARKCTL_WGMMA_ARGS);
+                 DSPARKCTL_WGMMA_ARGS("0"));
   }
 #undef DSPARKCTL_WGMMA_ARGS
+#endif
+}
+// Four 8 x 8 b16 matrices from registers to shared memory, transposed (sm_90): register i of
+// a thread holds row lane / 4, columns 2 (lane % 4) (+ 1) of matrix i, and lane 8 i + r gives
+// the address of matrix i's stored row r, i.e. its column r (8 contiguous b16, 16 bytes).
+__device__ __forceinline__ void stsm_x4_t(void* p, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
+#if DSPARKCTL_WGMMA
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(smem_u32(p)), "r"(r0),
+               "r"(r1), "r"(r2), "r"(r3)
+               : "memory");
 #endif
 }
 
@@ -689,6 +721,38 @@ __device__ __forceinline__ float out_factor(bool empty, float l, float lse_nat, 
   return f;
 }
 
+// A finished output row (head h of token t, running max m in base 2 and sum l): its lse is
+// written by `writer` (the final lse with one split, the base-2 partial lse otherwise) and the
+// factor its O row is scaled by returned (0 for an empty row).
+__device__ __forceinline__ float finish_row(const SparseMlaParams& p, int t, int h, int split, int num_splits,
+                                            float m, float l, bool writer) {
+  const bool empty = m == -INFINITY;
+  const float lse2 = empty ? -INFINITY : m + __log2f(l);
+  const int64_t th = int64_t(t) * p.H + h;
+  float f;
+  if (num_splits == 1) {
+    const float lse_nat = lse2 * kLn2;
+    f = out_factor(empty, l, lse_nat, p.sink, h < p.H ? h : 0);
+    if (h < p.H && writer) p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
+  } else {
+    f = empty ? 0.f : 1.f / l;
+    if (h < p.H && writer) p.ws_lse[th * num_splits + split] = lse2;
+  }
+  return f;
+}
+
+// v30: v[u] (u = 0..3) of the 8 lanes that share lane % 4, reduced with op over those lanes
+// (xor 16, 8, 4) as a reduce-scatter: 4 shuffles instead of 12. Returns the total of column
+// u = 2 (lane bit 4) + (lane bit 3), complete in both lanes that differ in bit 2.
+template <class Op>
+__device__ __forceinline__ float reduce_scatter4(const float (&v)[4], int lane, Op op) {
+  const bool b2 = lane & 16, b1 = lane & 8;
+  float k0 = op(b2 ? v[2] : v[0], __shfl_xor_sync(0xffffffffu, b2 ? v[0] : v[2], 16));
+  float k1 = op(b2 ? v[3] : v[1], __shfl_xor_sync(0xffffffffu, b2 ? v[1] : v[3], 16));
+  float k = op(b1 ? k1 : k0, __shfl_xor_sync(0xffffffffu, b1 ? k0 : k1, 8));
+  return op(k, __shfl_xor_sync(0xffffffffu, k, 4));
+}
+
 // ---------------------------------------------------------------- main kernel
 // Blocks per SM the SMALL layout is compiled for. Hopper has 228 KB of shared memory per SM,
 // room for two SMALL CTAs (~90 KB each) if registers allow it (<= 128 per thread), and two
@@ -715,6 +779,13 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   using TileT = Tile<BN, VEC>;
   // sm_90a: S of the 64 x 64 tiles by wgmma (one warpgroup per 32 candidates, v20)
   constexpr bool kWgmma = DSPARKCTL_WGMMA && C::M == 64 && BN == 64;
+  // v30, sm_90a: the 32 heads x 64 candidates tiles by wgmma too, transposed (wgmma's M is at
+  // least 64, so 32 heads would waste half of every S and P.V instruction as its M): warpgroup
+  // 0 computes S^T = K Q^T (M = the 64 candidates, N = the 32 heads) and the softmax per
+  // column; both then run O^T = V^T P^T (M = 64 output dims per block, N = 32 heads, V read
+  // MN-major by descriptor), warpgroup 0 dims 0-255 and warpgroup 1 dims 256-511.
+  constexpr bool kWgmmaT = DSPARKCTL_WGMMA && C::M == 32 && BN == 64 && !CLUSTER;
+  constexpr bool kSwizzled = kWgmma || kWgmmaT;  // Q, the KV tile and P in sw128_off's layout
   // v29: the mma.sync 64-candidate tiles skip a partial tile's dead tail (positions past the
   // row's length, e.g. 59 of DSpark's third tile at valid length 133): nope chunk groups that
   // hold only rows past the next multiple of 16 are not dequantized (the second of two groups
@@ -726,7 +797,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   // skip cost its full tiles ~0.17 us a call (v29 A/B: T = 1 64 heads +1024, 128 heads +512).
   constexpr bool kTailSkip = BN == 64 && !kWgmma && !CLUSTER;
   static_assert(!kWgmma || (C::NWN == 2 && C::NTW == 4), "wgmma S: two warpgroups of 64 x 32");
-  static_assert(!kWgmma || (C::OFF_Q % 1024 == 0 && C::OFF_KV % 1024 == 0 && C::OFF_P % 1024 == 0 &&
+  static_assert(!kSwizzled || (C::OFF_Q % 1024 == 0 && C::OFF_KV % 1024 == 0 && C::OFF_P % 1024 == 0 &&
                              C::OFF_PLO % 1024 == 0 && C::OFF_P16 % 1024 == 0),
                 "wgmma operands on 1 KB boundaries");
   extern __shared__ __align__(DSPARKCTL_WGMMA ? 1024 : 128) uint8_t smem[];  // 1 KB: wgmma's swizzle
@@ -868,6 +939,19 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     l_run[mt][0] = l_run[mt][1] = 0.f;
   }
   float mS[2] = {-INFINITY, -INFINITY};  // running max of this S-warp's two rows
+  // v30 transposed tiles: a thread's heads are the S^T / O^T columns 8 n + 2 (lane % 4) + j,
+  // u = 2 n + j. Its warpgroup's 16 of them (n = 2 wg + n', u' = 2 n' + j) have their running
+  // max here (m_h) and, in the lse writers (lanes 0-3 of warps 0 and 4), their running sum
+  // (l_h); qsh: the Q shift of all 8 (warpgroup 0 runs S).
+  float m_h[4], l_h[4], sv[2][4];
+  int qsh[8];
+#pragma unroll
+  for (int u = 0; u < 4; ++u) {
+    m_h[u] = -INFINITY;
+    l_h[u] = 0.f;
+  }
+#pragma unroll
+  for (int u = 0; u < 8; ++u) qsh[u] = 0;
 
   const int mw = warp % MT;  // S phase: m-tile of this warp
   const int nw = warp / MT;  // S phase: n-slice of this warp
@@ -913,6 +997,13 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       const int row = mw * 16 + (lane >> 2) + 8 * i;
       q_shift[i] = q_row_shift(sQmax[row * 2], sQmax[row * 2 + 1]);
     }
+    if constexpr (kWgmmaT) {
+#pragma unroll
+      for (int u = 0; u < 8; ++u) {
+        const int h = 8 * (u >> 1) + 2 * (lane & 3) + (u & 1);
+        qsh[u] = q_row_shift(sQmax[h * 2], sQmax[h * 2 + 1]);
+      }
+    }
   }
   // Q -> smem (rows past H are zero): nope dims as fp16 (times 2^-shift(row) on the slow
   // path), rope as bf16.
@@ -927,13 +1018,24 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
 #pragma unroll
       for (int j = 0; j < 4; ++j) w[j] = pack_f16(bf16_lo(w[j]) * f, bf16_hi(w[j]) * f);
     }
-    *reinterpret_cast<uint4*>(kWgmma ? sQ + sw128_off<C::M>(r, (tid % (kD / 8)) * 8)
+    *reinterpret_cast<uint4*>(kSwizzled ? sQ + sw128_off<C::M>(r, (tid % (kD / 8)) * 8)
                                      : sQ + r * kSRow + (tid % (kD / 8)) * 8) = v;
   }
   // Exponent of the nope accumulators (o[.][0..6] hold O / 2^e_run); none yet.
   int e_run = -(1 << 20);
   DSPARKCTL_TL_MARK(8);
 
+  // v30 transposed tiles: the lse writers (lanes 0-3 of warps 0 and 4, their warpgroup's 4
+  // heads each) write the lse and publish each row's output factor in sRmax.
+  auto finish_rows_t = [&]() {
+    if ((warp & 3) == 0 && lane < 4) {
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int hl = 8 * (2 * (warp >> 2) + (u >> 1)) + 2 * lane + (u & 1);
+        sRmax[hl] = finish_row(p, t, h0 + hl, split, num_splits, m_h[u], l_h[u], true);
+      }
+    }
+  };
   for (int it = tile_begin; it < tile_end; ++it) {
     cp_async_wait_all();
     if constexpr (clustered) mbar_wait(sBar, uint32_t(it - tile_begin) & 1u);  // every row's bytes, from every peer
@@ -951,7 +1053,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       live = len - pos0 < BN ? len - pos0 : BN;
       live16 = (live + 15) & ~15;
     }
-    TileT::template store<C::DEQ_GROUP, kWgmma, kTailSkip>(sRaw, sScale + (it & 1) * BN * 8, sKV, maxb, live16);
+    TileT::template store<C::DEQ_GROUP, kSwizzled, kTailSkip>(sRaw, sScale + (it & 1) * BN * 8, sKV, maxb, live16);
     DSPARKCTL_TL_MARK(10);
     if (it + 1 < tile_end) {
       const SparseMlaCache* c; int pos0, len;
@@ -976,10 +1078,11 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       next_id = load_id(*c, t, pos0 + tid, len);
     }
     const int64_t* sValid = sOff + (it & 1) * 2 * BN;  // this tile's row offsets (-1 = invalid)
-    if constexpr (kWgmma) fence_proxy_async_smem();  // the dequantized tile (and Q) for wgmma
+    if constexpr (kSwizzled) fence_proxy_async_smem();  // the dequantized tile (and Q) for wgmma
     __syncthreads();
     DSPARKCTL_TL_MARK(11);
 
+    if constexpr (!kWgmmaT) {
     // ---- S = Q K^T for a 16 x (8*NTW) slice
     float sacc[C::NTW][4];
 #pragma unroll
@@ -1287,6 +1390,207 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       }
     }
     }
+    } else {
+      // ---- v30, sm_90a 32 x 64 tiles, transposed. Warpgroup 0: S^T = K Q^T by wgmma (A = the
+      // KV tile, B = Q, both K-major in the layouts the 64-head tiles use), one accumulator
+      // chain (split over both warpgroups by k it was slower: 2,363 vs 1,363 cycles on the
+      // H200 timeline, the two chains only compete for the same tensor and shared-memory
+      // throughput). Accumulators in the m16n8 C layout, rows = candidates, columns = heads.
+      // The nope sum is scaled (Q shift and tile V exponent, per head) before the rope k-steps.
+      const int wg = warp >> 2, wl = warp & 3;
+      const int q4 = lane & 3;
+      float4* sX = reinterpret_cast<float4*>(smem + C::OFF_P);  // [2][128]: S^T of heads 16-31 (P is free here)
+      if (wg == 0) {
+        float st[4][4];
+#pragma unroll
+        for (int n = 0; n < 4; ++n)
+#pragma unroll
+          for (int c = 0; c < 4; ++c) st[n][c] = 0.f;
+        const uint64_t dq = wgmma_desc_sw128(sQ);
+        const uint64_t dk = wgmma_desc_sw128(sKV);
+        auto kstep = [](int kk, int rows) { return uint64_t(((kk >> 2) * rows * 128 + (kk & 3) * 32) >> 4); };
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < kDN / 16; ++kk) wgmma_m64n32k16<false>(st, dk + kstep(kk, BN), dq + kstep(kk, C::M));
+        wgmma_commit_wait();
+#pragma unroll
+        for (int u = 0; u < 8; ++u) {
+          const Pow2Pair f(qsh[u] + e_tile);
+          st[u >> 1][u & 1] = f(st[u >> 1][u & 1]);
+          st[u >> 1][2 + (u & 1)] = f(st[u >> 1][2 + (u & 1)]);
+        }
+        wgmma_fence();
+#pragma unroll
+        for (int kk = kDN / 16; kk < kD / 16; ++kk) wgmma_m64n32k16<true>(st, dk + kstep(kk, BN), dq + kstep(kk, C::M));
+        wgmma_commit_wait();
+        DSPARKCTL_TL_MARK(20);
+        // the softmax is split by heads: warpgroup 1 takes columns 16-31 (n = 2, 3)
+#pragma unroll
+        for (int n = 0; n < 2; ++n) {
+          sX[n * 128 + tid] = make_float4(st[2 + n][0], st[2 + n][1], st[2 + n][2], st[2 + n][3]);
+#pragma unroll
+          for (int c = 0; c < 4; ++c) sv[n][c] = st[n][c];
+        }
+      }
+      __syncthreads();
+      if (wg == 1) {
+#pragma unroll
+        for (int n = 0; n < 2; ++n) {
+          const float4 x = sX[n * 128 + (tid - 128)];
+          sv[n][0] = x.x;
+          sv[n][1] = x.y;
+          sv[n][2] = x.z;
+          sv[n][3] = x.w;
+        }
+      }
+      // Both warpgroups, each for its 16 heads (columns 8 (2 wg + n) + 2 (lane % 4) + j, u = 2 n
+      // + j): scale (base 2), mask (a select: invalid and dead-tail candidates' rows, stale or
+      // NaN, become -inf), column max over this warp's 16 candidates, reduced over the 8 lanes
+      // that share the columns with a reduce-scatter (lane -> column u = lane bits 4, 3).
+      const int c0 = wl * 16 + (lane >> 2);
+      const bool ok0 = sValid[c0] >= 0, ok1 = sValid[c0 + 8] >= 0;
+      const int u_own = ((lane >> 4) & 1) * 2 + ((lane >> 3) & 1);  // the column this lane ends up with
+      const int h_own = 8 * (2 * wg + (u_own >> 1)) + 2 * q4 + (u_own & 1);
+      float hm[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+#pragma unroll
+      for (int n = 0; n < 2; ++n)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          const float v = ((c >> 1) ? ok1 : ok0) ? sv[n][c] * scale_log2 : -INFINITY;
+          sv[n][c] = v;
+          hm[2 * n + (c & 1)] = fmaxf(hm[2 * n + (c & 1)], v);
+        }
+      {
+        const float r = reduce_scatter4(hm, lane, [](float a, float b) { return fmaxf(a, b); });
+        if ((lane & 4) == 0) sRmax[wl * 32 + h_own] = r;
+      }
+      __syncthreads();
+      DSPARKCTL_TL_MARK(12);
+      // ---- P^T = exp2(S^T - m_new) per column, stored as P [32 heads][64 candidates] (K-major
+      // B of the P.V, 128-byte swizzle) in three forms as the other layouts: fp16 scaled to the
+      // accumulators' V exponent (nope dims), bf16 hi + lo (rope dims); by stmatrix.trans, one
+      // x4 per warp and form (this warp's 16 candidates x its warpgroup's 16 heads). Warps 0 and
+      // 4 publish the per-head factor alpha in sAlpha for every thread's O^T rescale.
+      float* sAlpha = reinterpret_cast<float*>(smem + C::OFF_QMAX);  // [32]; sQmax is dead in the tile loop
+      {
+        const float f16_shift = pow2i(e_tile - e_new);
+        float mu[4], hs[4];
+#pragma unroll
+        for (int n = 0; n < 2; ++n) {
+          float2 mx = make_float2(m_h[2 * n], m_h[2 * n + 1]);
+#pragma unroll
+          for (int w = 0; w < 4; ++w) {
+            const float2 r = *reinterpret_cast<const float2*>(sRmax + w * 32 + 8 * (2 * wg + n) + 2 * q4);
+            mx.x = fmaxf(mx.x, r.x);
+            mx.y = fmaxf(mx.y, r.y);
+          }
+          if (wl == 0 && lane < 4) {
+            *reinterpret_cast<float2*>(sAlpha + 8 * (2 * wg + n) + 2 * lane) =
+                make_float2(mx.x == -INFINITY ? 1.f : fast_exp2(m_h[2 * n] - mx.x),
+                            mx.y == -INFINITY ? 1.f : fast_exp2(m_h[2 * n + 1] - mx.y));
+          }
+          m_h[2 * n] = mx.x;
+          m_h[2 * n + 1] = mx.y;
+          mu[2 * n] = mx.x == -INFINITY ? 0.f : mx.x;
+          mu[2 * n + 1] = mx.y == -INFINITY ? 0.f : mx.y;
+          hs[2 * n] = hs[2 * n + 1] = 0.f;
+        }
+        uint32_t hi[4], lo[4], pf[4];  // matrices (n, i) = (0, 0), (0, 1), (1, 0), (1, 1)
+#pragma unroll
+        for (int m = 0; m < 4; ++m) {
+          const int n = m >> 1, i = m & 1;
+          const float p0 = fast_exp2(sv[n][2 * i] - mu[2 * n]);
+          const float p1 = fast_exp2(sv[n][2 * i + 1] - mu[2 * n + 1]);
+          hs[2 * n] += p0;
+          hs[2 * n + 1] += p1;
+          hi[m] = pack_bf16(p0, p1);
+          lo[m] = pack_bf16(p0 - bf16_lo(hi[m]), p1 - bf16_hi(hi[m]));
+          pf[m] = pack_f16(p0 * f16_shift, p1 * f16_shift);
+        }
+        const int mi = lane >> 3;
+        const int po = sw128_off<C::M>(8 * (2 * wg + (mi >> 1)) + (lane & 7), wl * 16 + (mi & 1) * 8);
+        stsm_x4_t(sP + po, hi[0], hi[1], hi[2], hi[3]);
+        stsm_x4_t(sPlo + po, lo[0], lo[1], lo[2], lo[3]);
+        stsm_x4_t(sP16 + po, pf[0], pf[1], pf[2], pf[3]);
+        const float r = reduce_scatter4(hs, lane, [](float a, float b) { return a + b; });
+        if ((lane & 4) == 0) sRsum[wl * 32 + h_own] = r;
+      }
+      // publish tile it+2's ids into the buffer this tile's S phase has finished reading
+      if (tid < BN && it + 2 < tile_end) {
+        const SparseMlaCache* c; int pos0, len;
+        tile_src(it + 2, c, pos0, len);
+        publish_id(*c, next_id, sOff + (it & 1) * 2 * BN, BN, tid);
+      }
+      fence_proxy_async_smem();  // P for the wgmma P.V
+      __syncthreads();
+      DSPARKCTL_TL_MARK(13);
+      // ---- O^T += V^T P^T: rescale this thread's heads (nope blocks also to the new V
+      // exponent), then warpgroup 0 the nope blocks 0-3, warpgroup 1 the nope blocks 4-6 and the
+      // rope block (bf16, P hi + lo). o's registers as [4 blocks][4 n8][4]: dims 256 wg + 64 b
+      // + 16 wl + lane / 4 (+ 8), heads 8 n + 2 (lane % 4) (+ 1). k-steps past the tile's live
+      // count are not run (their V rows may be stale: see kTailSkip).
+      float(&ot)[4][4][4] = *reinterpret_cast<float(*)[4][4][4]>(&o[0][0][0]);
+      const float v_shift = pow2i(e_run - e_new);
+      e_run = e_new;
+#pragma unroll
+      for (int n = 0; n < 4; ++n) {
+        const float2 a = *reinterpret_cast<const float2*>(sAlpha + 8 * n + 2 * q4);
+        if (wl == 0 && lane < 4 && (n >> 1) == wg) {  // the lse writers: their warpgroup's heads
+          float2 rs = make_float2(0.f, 0.f);
+#pragma unroll
+          for (int w = 0; w < 4; ++w) {
+            const float2 r = *reinterpret_cast<const float2*>(sRsum + w * 32 + 8 * n + 2 * lane);
+            rs.x += r.x;
+            rs.y += r.y;
+          }
+          l_h[2 * (n & 1)] = l_h[2 * (n & 1)] * a.x + rs.x;
+          l_h[2 * (n & 1) + 1] = l_h[2 * (n & 1) + 1] * a.y + rs.y;
+        }
+#pragma unroll
+        for (int b = 0; b < 4; ++b) {
+          const float s = (wg == 0 || b < 3) ? v_shift : 1.f;
+          ot[b][n][0] *= a.x * s;
+          ot[b][n][1] *= a.y * s;
+          ot[b][n][2] *= a.x * s;
+          ot[b][n][3] *= a.y * s;
+        }
+      }
+      const uint64_t dp16 = wgmma_desc_sw128(sP16);
+      const uint64_t dph = wgmma_desc_sw128(sP);
+      const uint64_t dpl = wgmma_desc_sw128(sPlo);
+      const uint64_t dv = wgmma_desc_sw128(sKV, BN * 128);
+      auto pv = [&](auto nks_c) {
+        constexpr int NKS = decltype(nks_c)::value;
+        if (wg == 0) {
+          wgmma_fence();
+#pragma unroll
+          for (int ks = 0; ks < NKS; ++ks)
+#pragma unroll
+            for (int b = 0; b < 4; ++b)
+              wgmma_m64n32k16<false, true>(ot[b], dv + ((b * BN * 128 + ks * 16 * 128) >> 4), dp16 + ((ks * 32) >> 4));
+          wgmma_commit();
+        } else {
+          wgmma_fence();
+#pragma unroll
+          for (int ks = 0; ks < NKS; ++ks) {
+#pragma unroll
+            for (int b = 0; b < 3; ++b)
+              wgmma_m64n32k16<false, true>(ot[b], dv + (((4 + b) * BN * 128 + ks * 16 * 128) >> 4), dp16 + ((ks * 32) >> 4));
+            wgmma_m64n32k16<true, true>(ot[3], dv + ((7 * BN * 128 + ks * 16 * 128) >> 4), dph + ((ks * 32) >> 4));
+            wgmma_m64n32k16<true, true>(ot[3], dv + ((7 * BN * 128 + ks * 16 * 128) >> 4), dpl + ((ks * 32) >> 4));
+          }
+          wgmma_commit();
+        }
+      };
+      if (live16 > 48) pv(std::integral_constant<int, 4>());
+      else if (live16 > 32) pv(std::integral_constant<int, 3>());
+      else if (live16 > 16) pv(std::integral_constant<int, 2>());
+      else pv(std::integral_constant<int, 1>());
+      // The last tile: the lse writers finish their rows while the P.V runs (their sums are
+      // final, and the epilogue would otherwise wait for this, sink loads included).
+      if (it + 1 == tile_end) finish_rows_t();
+      wgmma_wait();
+    }
     DSPARKCTL_TL_MARK(14);
   }
 
@@ -1299,8 +1603,51 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   const int dr0 = kDN + warp * 8;
   const Pow2Pair v_exp(e_run);
   float* sOut = reinterpret_cast<float*>(smem + C::OFF_Q);  // [M][kORow] fp32
+  if constexpr (kWgmmaT) {
+    if (tile_begin >= tile_end) finish_rows_t();  // no tile: empty rows (else done under the last P.V)
+  }
   __syncthreads();  // every warp's last P.V is done with sQ / sKV
   DSPARKCTL_TL_MARK(15);
+  if constexpr (kWgmmaT) {
+    // v30 transposed tiles: the row factors are in sRmax (finish_rows_t ran under the last
+    // P.V, or before the barrier above in a CTA without tiles). Every thread stages its scaled O^T values with stmatrix.trans, which turns the (dims x heads)
+    // fragments into rows of 8 dims per head: one split, the bf16 output rows; several, the
+    // fp32 partials as their upper and lower 16 bits in two arrays (exact). (The first v30
+    // build's 64 scalar fp32 stores per thread cost ~1,750 cycles a CTA more than the
+    // row-major staging, float2 pieces paired by shuffles ~1,100, and the row finish behind a
+    // barrier here ~700.)
+    const int wg = warp >> 2, wl = warp & 3;
+    const float(&ot)[4][4][4] = *reinterpret_cast<const float(*)[4][4][4]>(&o[0][0][0]);
+    uint16_t* sHi = reinterpret_cast<uint16_t*>(smem + C::OFF_Q);  // [M][kSRow]: bf16 rows, or fp32 bits 16-31
+    uint16_t* sLo = sHi + C::M * kSRow;                            // [M][kSRow]: fp32 bits 0-15
+    float2 g[4], gn[4];
+#pragma unroll
+    for (int n = 0; n < 4; ++n) {
+      g[n] = *reinterpret_cast<const float2*>(sRmax + 8 * n + 2 * (lane & 3));
+      gn[n] = make_float2(v_exp(g[n].x), v_exp(g[n].y));
+    }
+    const int srow = (8 * (lane >> 3) + (lane & 7)) * kSRow + 256 * wg + 16 * wl;
+#pragma unroll
+    for (int b = 0; b < 4; ++b) {
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        uint32_t hi[4], lo[4];  // matrices n = 0..3: dims 8 i + (0..7) of this warp's 16, heads 8 n + (0..7)
+#pragma unroll
+        for (int n = 0; n < 4; ++n) {
+          const float2 f = (wg == 0 || b < 3) ? gn[n] : g[n];
+          const float x0 = ot[b][n][2 * i] * f.x, x1 = ot[b][n][2 * i + 1] * f.y;
+          if (num_splits == 1) {
+            hi[n] = pack_bf16(x0, x1);
+          } else {
+            hi[n] = __byte_perm(__float_as_uint(x0), __float_as_uint(x1), 0x7632);
+            lo[n] = __byte_perm(__float_as_uint(x0), __float_as_uint(x1), 0x5410);
+          }
+        }
+        stsm_x4_t(sHi + srow + 64 * b + 8 * i, hi[0], hi[1], hi[2], hi[3]);
+        if (num_splits > 1) stsm_x4_t(sLo + srow + 64 * b + 8 * i, lo[0], lo[1], lo[2], lo[3]);
+      }
+    }
+  } else {
   // Rows of this thread: v13 path every m-tile's rows (each warp holds all M rows for its dims);
   // wgmma path (v21) the two S rows, with the dims of its warpgroup.
   constexpr int kRowBlocks = kWgmma ? 1 : MT;
@@ -1311,19 +1658,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       const int row = (kWgmma ? mw : mt) * 16 + (lane >> 2) + 8 * i;  // wgmma: the S rows (m-tile mw)
       const int h = h0 + row;
       const bool writer = kWgmma ? nw == 0 && (lane & 3) == 0 : warp == 0 && (lane & 3) == 0;
-      const bool empty = m_run[mt][i] == -INFINITY;
-      const float l = l_run[mt][i];
-      const float lse2 = empty ? -INFINITY : m_run[mt][i] + __log2f(l);
-      const int64_t th = int64_t(t) * p.H + h;
-      float f;
-      if (num_splits == 1) {
-        const float lse_nat = lse2 * kLn2;
-        f = out_factor(empty, l, lse_nat, p.sink, h < p.H ? h : 0);
-        if (h < p.H && writer) p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
-      } else {
-        f = empty ? 0.f : 1.f / l;
-        if (h < p.H && writer) p.ws_lse[th * num_splits + split] = lse2;
-      }
+      const float f = finish_row(p, t, h, split, num_splits, m_run[mt][i], l_run[mt][i], writer);
       const float fn = v_exp(f);  // < 2^-126 only for V scales near 2^-120: outputs ~0 anyway
       float* srow = sOut + row * kORow + (lane & 3) * 2;
       if constexpr (kWgmma) {
@@ -1341,10 +1676,40 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       }
     }
   }
+  }
   DSPARKCTL_TL_MARK(16);
   __syncthreads();
   DSPARKCTL_TL_MARK(17);
-  if (num_splits == 1) {
+  if constexpr (kWgmmaT) {
+    // rows staged above: bf16 (one split) or the 16-bit halves of the fp32 partials
+    const uint16_t* sHi = reinterpret_cast<const uint16_t*>(smem + C::OFF_Q);
+    const uint16_t* sLo = sHi + C::M * kSRow;
+    if (num_splits == 1) {
+      // bf16 rows of 1 KB: 64 threads per row, 8 dims each
+      const int c8 = tid % 64;
+#pragma unroll
+      for (int r = tid / 64; r < C::M; r += kThreads / 64) {
+        const int h = h0 + r;
+        if (h >= p.H) break;
+        *reinterpret_cast<uint4*>(reinterpret_cast<__nv_bfloat16*>(p.out) + (int64_t(t) * p.H + h) * kD + c8 * 8) =
+            *reinterpret_cast<const uint4*>(sHi + r * kSRow + c8 * 8);
+      }
+    } else {
+      // fp32 partial rows of 2 KB: 128 threads per row, 4 dims each (a warp's stores cover
+      // 512 contiguous bytes; 32-byte pieces per thread cost ~1,700 cycles a CTA more)
+      const int c4 = tid % 128;
+#pragma unroll
+      for (int r = tid / 128; r < C::M; r += kThreads / 128) {
+        const int h = h0 + r;
+        if (h >= p.H) break;
+        const uint2 a = *reinterpret_cast<const uint2*>(sHi + r * kSRow + c4 * 4);
+        const uint2 l = *reinterpret_cast<const uint2*>(sLo + r * kSRow + c4 * 4);
+        *reinterpret_cast<float4*>(p.ws_out + ((int64_t(t) * p.H + h) * num_splits + split) * kD + c4 * 4) =
+            make_float4(__uint_as_float(__byte_perm(l.x, a.x, 0x5410)), __uint_as_float(__byte_perm(l.x, a.x, 0x7632)),
+                        __uint_as_float(__byte_perm(l.y, a.y, 0x5410)), __uint_as_float(__byte_perm(l.y, a.y, 0x7632)));
+      }
+    }
+  } else if (num_splits == 1) {
     // bf16 rows of 1 KB: 64 threads per row, 8 dims each
     const int c8 = tid % 64;
 #pragma unroll
