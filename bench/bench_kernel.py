@@ -173,7 +173,7 @@ def eager_time(fn, sets: list[dict], reps: int = 3) -> float:
     return statistics.median(times)
 
 
-def shapes(quick: bool, short: bool = False) -> list[dict]:
+def shapes(quick: bool, short: bool = False, heads: list[int] | None = None) -> list[dict]:
     out = []
     for extra in (0, 512):
         for t in (5, 10, 25, 50):
@@ -184,6 +184,8 @@ def shapes(quick: bool, short: bool = False) -> list[dict]:
                 out.append({"kind": "decode", "H": h, "topk": 128, "valid": 128, "extra": extra, "T": t})
     if quick:
         out = [s for s in out if s["kind"] == "dspark" or (s["H"] in (64, 128) and s["T"] in (1, 64))]
+    if heads:  # every decode row of these head counts (the rows one layout's change moves), nothing else
+        return [s for s in out if s["kind"] == "decode" and s["H"] in heads]
     if short:  # the rows a combine / layout-rule / SMALL-layout change moves, for a short device call
         out = [s for s in out if s["kind"] == "dspark" or s["T"] == 1 or s["H"] == 16]
     return out
@@ -197,6 +199,7 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--short", action="store_true", help="DSpark and T = 1 rows only, fewer replays, no torch reference timing")
     ap.add_argument("--no-ref", action="store_true", help="skip timing the torch reference")
+    ap.add_argument("--heads", type=int, nargs="+", help="only the decode rows of these head counts (overrides --quick / --short's rows)")
     ap.add_argument("--sweep", action="store_true", help="also time each shape with the layout forced (large / small smem)")
     ap.add_argument(
         "--with-predecessor",
@@ -218,7 +221,7 @@ def main() -> int:
     replays = 3 if args.short else 7
     if args.short:
         args.no_ref = True
-    for i, shape in enumerate(shapes(args.quick, args.short)):
+    for i, shape in enumerate(shapes(args.quick, args.short, args.heads)):
         probe = make_sets(shape, caches, 1, seed=10_000 + i)[0]
         nbytes, flops = call_bytes_flops(shape, probe)
         n_sets = int(min(64 if args.short else 256, max(4, math.ceil(240e6 / nbytes))))

@@ -2,9 +2,10 @@
 # Same-call A/B of two kernel source trees on the GPU at hand: builds both, optionally runs the
 # GPU tests on the new one, then alternates the short bench (old, new, old, new, ...) so clock
 # and neighbour drift hit both sides alike, and prints a per-row table. Results in $OUT.
-#   usage: OUT=... [TESTS=1] [ROUNDS=2] [NVCC_EXTRA_NEW='-D...'] bash bench/kernel_ab.sh OLD_TREE [NEW_TREE]
-# NVCC_EXTRA_NEW: extra nvcc flags for the NEW build only (space-separated), e.g.
-# -DDSPARKCTL_SMALL_MIN_BLOCKS=1 to run SM120's register budget on an H200.
+#   usage: OUT=... [TESTS=1] [ROUNDS=2] [NVCC_EXTRA_NEW='-D...'] [NVCC_EXTRA_OLD='-D...'] bash bench/kernel_ab.sh OLD_TREE [NEW_TREE]
+# NVCC_EXTRA_NEW / NVCC_EXTRA_OLD: extra nvcc flags for that build only (space-separated), e.g.
+# -DDSPARKCTL_SMALL_MIN_BLOCKS=1 to run SM120's register budget on an H200 (on both sides: an
+# A/B of a SMALL-layout change under the register allocation SM120 gets).
 # BENCH_EXTRA: extra bench_kernel.py flags for both sides (e.g. --sweep: forced layouts too).
 # OLD_TREE / NEW_TREE: checkouts of the repository (e.g. `git archive REV | tar -x -C DIR`);
 # both .so files are driven by NEW_TREE's Python wrapper and bench (the op signature is shared).
@@ -19,7 +20,7 @@ ARCH=$(PYTHONPATH=$NEW python3 -c 'import torch; from dsparkctl.kernel.build imp
 for side in old new; do
   tree=$OLD; [ "$side" = new ] && tree=$NEW
   t0=$(date +%s)
-  extra=""; [ "$side" = new ] && extra=${NVCC_EXTRA_NEW:-}
+  extra=${NVCC_EXTRA_OLD:-}; [ "$side" = new ] && extra=${NVCC_EXTRA_NEW:-}
   (cd "$tree" && PYTHONPATH=$tree python3 -c "import sys; from pathlib import Path; from dsparkctl.kernel import build; build.build_extension('$ARCH', Path('/tmp/kab_$side'), Path('$OUT/build_$side.log'), **({'extra_nvcc': sys.argv[1].split()} if sys.argv[1] else {}))" "$extra") \
     || { echo "BUILD FAILED ($side)"; tail -40 "$OUT/build_$side.log"; exit 1; }
   echo "build $side: $(( $(date +%s) - t0 )) s"

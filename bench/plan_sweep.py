@@ -70,6 +70,7 @@ def main() -> int:
         choices=[name for name, _, _ in LAYOUTS.values()],
         help="force only this layout (a shorter run; e.g. one layout on two builds in one call)",
     )
+    ap.add_argument("--heads", type=int, nargs="+", help="only the shapes of these head counts (a shorter run)")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("plan_sweep: no CUDA device", file=sys.stderr)
@@ -82,7 +83,7 @@ def main() -> int:
     rows = []
     scale = 512**-0.5
     for i, shape in enumerate(sweep_shapes()):
-        if args.kind and shape["kind"] != args.kind:
+        if (args.kind and shape["kind"] != args.kind) or (args.heads and shape["H"] not in args.heads):
             continue
         nbytes, _ = call_bytes_flops(shape, make_sets(shape, caches, 1, seed=10_000 + i)[0])
         sets = make_sets(shape, caches, int(min(32, max(4, math.ceil(240e6 / nbytes)))), seed=i)

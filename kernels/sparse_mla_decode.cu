@@ -208,7 +208,8 @@ __device__ __forceinline__ void mma_f16(float (&d)[4], const uint32_t (&a)[4], u
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 // ---- sm_90a only: wgmma for LARGE's S (v20). The bodies compile to nothing for other targets,
-// and the kernel only calls them where kWgmma is true (sm_90a builds, 64 x 64 tiles).
+// and the kernel only calls them where kWgmma or kWgmmaT is true (sm_90a builds: the 64 x 64
+// tiles, and since v30 the transposed 32 x 64 ones).
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) && !defined(DSPARKCTL_NO_WGMMA)
 #define DSPARKCTL_WGMMA 1
 #else
@@ -217,8 +218,8 @@ __device__ __forceinline__ void mma_f16(float (&d)[4], const uint32_t (&a)[4], u
 // Descriptor of an operand in sw128_off's layout: 128-byte swizzle (layout type 1), 8-row
 // groups 1 KB apart (stride byte offset), start address in 16-byte units in bits 0-13 (a
 // k-step adds its byte offset / 16 there). The leading byte offset is unused for K-major
-// operands (1, the default) and, for an MN-major one (V as P.V's B), the distance between
-// consecutive 64-wide N blocks.
+// operands (1, the default) and, for an MN-major one (V as P.V's B; v30: V^T as A, one 64-wide
+// M block per instruction), the distance between consecutive 64-wide MN blocks.
 __device__ __forceinline__ uint64_t wgmma_desc_sw128(const void* p, uint32_t leading_bytes = 16) {
   return uint64_t((smem_u32(p) & 0x3ffffu) >> 4) | (uint64_t(leading_bytes >> 4) << 16) | (uint64_t(1024 >> 4) << 32) |
          (uint64_t(1) << 62);
@@ -795,6 +796,9 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   // select, so NaN garbage cannot leak); P.V never reads them.
   // Not in v27's clustered kernel: its single-tile T = 1 CTAs rarely hold a partial tile, and the
   // skip cost its full tiles ~0.17 us a call (v29 A/B: T = 1 64 heads +1024, 128 heads +512).
+  // The v30 transposed 32-head tiles take the dequantization skip and skip P.V's k-steps past
+  // the live count (one wgmma sequence per count of k-steps); their S^T has the candidates as
+  // its M, which wgmma cannot shorten, and masks the dead rows by the same select.
   constexpr bool kTailSkip = BN == 64 && !kWgmma && !CLUSTER;
   static_assert(!kWgmma || (C::NWN == 2 && C::NTW == 4), "wgmma S: two warpgroups of 64 x 32");
   static_assert(!kSwizzled || (C::OFF_Q % 1024 == 0 && C::OFF_KV % 1024 == 0 && C::OFF_P % 1024 == 0 &&

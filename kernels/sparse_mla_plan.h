@@ -105,6 +105,9 @@ inline bool sparse_mla_one_cta_per_sm(const SparseMlaPlanDevice& d, const Sparse
 // and it is not taken where the sweeps had it behind: decode T = 8 at 64 / 128 heads (17.4-32.0
 // vs 16.9-25.4), every T >= 25 with an extra cache, T = 1 where 16-head CTAs take one tile each.
 // Fitted to those four H200 points; LARGE does not fit SM120 / SM121, whose plans it leaves alone.
+// v30 runs these 32-head tiles by wgmma on sm_90a (transposed) and was measured under this rule
+// unchanged (kernels/NOTES.md v30: 0.2-0.5 us faster at three of the four points, +0.16 at
+// DSpark +512 T = 5); not refitted.
 inline bool sparse_mla_large32_fills_wave(const SparseMlaPlanDevice& d, int T, int H, int tiles_s, int tiles_l);
 
 // v27: the head-block CTAs of one (token, split) as a thread-block cluster that copies each tile

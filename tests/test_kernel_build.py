@@ -157,25 +157,38 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     return res
 
 
-def test_wgmma_only_in_the_sm90a_64x64_tiles(kernel_ptx: dict[str, dict[str, str]]) -> None:
-    """v20 / v21 compute S and P.V of the 64-head x 64-candidate tiles with wgmma on sm_90a. wgmma does not
-    exist on SM120 / SM121, and every other layout must stay on the portable mma.sync path
-    (its SASS is v13's), so: wgmma and the async-proxy fence appear in exactly the two sm_90a
-    <4,64,VEC> kernels, in no other kernel, and nowhere in sm_120a or in a -DDSPARKCTL_NO_WGMMA
-    Hopper build."""
+def test_wgmma_only_in_the_sm90a_64_candidate_tiles_of_32_and_64_heads(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """v20 / v21 compute S and P.V of the 64-head x 64-candidate tiles with wgmma on sm_90a, and
+    v30 the 32-head x 64-candidate tiles (transposed: S^T = K Q^T, O^T = V^T P^T). wgmma does not
+    exist on SM120 / SM121, and every other layout must stay on the portable mma.sync path, so:
+    wgmma and the async-proxy fence appear in exactly the four sm_90a <4,64,VEC> / <2,64,VEC>
+    kernels, in no other kernel, and nowhere in sm_120a or in a -DDSPARKCTL_NO_WGMMA Hopper build;
+    stmatrix (sm_90+, the transposed tiles' P and output staging) likewise only in <2,64,VEC>."""
     hopper = kernel_ptx["sm_90a"]
     with_wgmma = {name for name, body in hopper.items() if "wgmma.mma_async" in body}
-    assert with_wgmma == {f"sparse_mla_decode_kernelILi4ELi64ELi{v}E" for v in (8, 16)}, sorted(with_wgmma)
-    for name in with_wgmma:
-        body = hopper[name]
+    assert with_wgmma == {f"sparse_mla_decode_kernelILi{m}ELi64ELi{v}E" for m in (2, 4) for v in (8, 16)}, sorted(with_wgmma)
+    for v in (8, 16):
+        body = hopper[f"sparse_mla_decode_kernelILi4ELi64ELi{v}E"]
         # S: 28 fp16 nope + 4 bf16 rope k-steps; P.V (4 k-steps of 16 candidates): warpgroup 0
         # m64n192 + m64n64 fp16, warpgroup 1 m64n192 fp16 + 2 x m64n64 bf16 (rope, P hi and lo)
-        assert body.count("wgmma.mma_async") == 32 + 4 * 2 + 4 * 3, name
-        assert body.count(".m64n32k16.") == 32 and body.count(".m64n192k16.") == 8, name
-        assert "fence.proxy.async.shared::cta" in body and "wgmma.wait_group" in body, name
+        assert body.count("wgmma.mma_async") == 32 + 4 * 2 + 4 * 3, v
+        assert body.count(".m64n32k16.") == 32 and body.count(".m64n192k16.") == 8, v
+        assert "fence.proxy.async.shared::cta" in body and "wgmma.wait_group" in body, v
+        assert "stmatrix" not in body, v
+        body = hopper[f"sparse_mla_decode_kernelILi2ELi64ELi{v}E"]
+        # S^T: 32 k-steps (warpgroup 0); P.V once per live k-step count n = 1..4 (the tail skip):
+        # warpgroup 0 4 fp16 blocks, warpgroup 1 3 fp16 blocks + the rope block twice (P hi, lo),
+        # all m64n32k16, V^T transposed (MN-major A): 32 + 9 * (1 + 2 + 3 + 4)
+        assert body.count("wgmma.mma_async") == body.count(".m64n32k16.") == 32 + 9 * 10, v
+        # imm-trans-a set exactly on the P.V instructions (S^T reads both operands K-major)
+        assert body.count("p, 1, 1, 1, 0;") == 9 * 10 and body.count("p, 1, 1, 0, 0;") == 32, v
+        assert "fence.proxy.async.shared::cta" in body and "stmatrix.sync.aligned.m8n8.x4.trans" in body, v
+    for name, body in hopper.items():
+        if name not in with_wgmma or "ILi4E" in name:
+            assert "stmatrix" not in body, name
     for k in ("sm_120a", "sm_90a_no_wgmma"):
         for name, body in kernel_ptx[k].items():
-            assert "wgmma" not in body and "fence.proxy.async" not in body, (k, name)
+            assert "wgmma" not in body and "fence.proxy.async" not in body and "stmatrix" not in body, (k, name)
 
 
 def test_multicast_copies_only_in_the_sm90a_cluster_kernel(kernel_ptx: dict[str, dict[str, str]]) -> None:
