@@ -1684,57 +1684,50 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   DSPARKCTL_TL_MARK(16);
   __syncthreads();
   DSPARKCTL_TL_MARK(17);
-  if constexpr (kWgmmaT) {
-    // rows staged above: bf16 (one split) or the 16-bit halves of the fp32 partials
-    const uint16_t* sHi = reinterpret_cast<const uint16_t*>(smem + C::OFF_Q);
-    const uint16_t* sLo = sHi + C::M * kSRow;
+  // The staged rows to global memory: bf16 output rows of 1 KB (64 threads per row, 8 dims
+  // each) or fp32 partial rows of 2 KB (128 threads per row, 4 dims each: a warp's stores cover
+  // 512 contiguous bytes; v30 measured 32-byte pieces per thread at ~1,700 cycles a CTA more).
+  // bf16x8 / f32x4 (row, first dim) read the staging, whose format depends on the tile.
+  auto write_rows = [&](auto bf16x8, auto f32x4) {
     if (num_splits == 1) {
-      // bf16 rows of 1 KB: 64 threads per row, 8 dims each
       const int c8 = tid % 64;
 #pragma unroll
       for (int r = tid / 64; r < C::M; r += kThreads / 64) {
         const int h = h0 + r;
         if (h >= p.H) break;
         *reinterpret_cast<uint4*>(reinterpret_cast<__nv_bfloat16*>(p.out) + (int64_t(t) * p.H + h) * kD + c8 * 8) =
-            *reinterpret_cast<const uint4*>(sHi + r * kSRow + c8 * 8);
+            bf16x8(r, c8 * 8);
       }
     } else {
-      // fp32 partial rows of 2 KB: 128 threads per row, 4 dims each (a warp's stores cover
-      // 512 contiguous bytes; 32-byte pieces per thread cost ~1,700 cycles a CTA more)
       const int c4 = tid % 128;
 #pragma unroll
       for (int r = tid / 128; r < C::M; r += kThreads / 128) {
         const int h = h0 + r;
         if (h >= p.H) break;
-        const uint2 a = *reinterpret_cast<const uint2*>(sHi + r * kSRow + c4 * 4);
-        const uint2 l = *reinterpret_cast<const uint2*>(sLo + r * kSRow + c4 * 4);
         *reinterpret_cast<float4*>(p.ws_out + ((int64_t(t) * p.H + h) * num_splits + split) * kD + c4 * 4) =
-            make_float4(__uint_as_float(__byte_perm(l.x, a.x, 0x5410)), __uint_as_float(__byte_perm(l.x, a.x, 0x7632)),
-                        __uint_as_float(__byte_perm(l.y, a.y, 0x5410)), __uint_as_float(__byte_perm(l.y, a.y, 0x7632)));
+            f32x4(r, c4 * 4);
       }
     }
-  } else if (num_splits == 1) {
-    // bf16 rows of 1 KB: 64 threads per row, 8 dims each
-    const int c8 = tid % 64;
-#pragma unroll
-    for (int r = tid / 64; r < C::M; r += kThreads / 64) {
-      const int h = h0 + r;
-      if (h >= p.H) break;
-      const float4 x = *reinterpret_cast<const float4*>(sOut + r * kORow + c8 * 8);
-      const float4 y = *reinterpret_cast<const float4*>(sOut + r * kORow + c8 * 8 + 4);
-      *reinterpret_cast<uint4*>(reinterpret_cast<__nv_bfloat16*>(p.out) + (int64_t(t) * p.H + h) * kD + c8 * 8) =
-          make_uint4(pack_bf16(x.x, x.y), pack_bf16(x.z, x.w), pack_bf16(y.x, y.y), pack_bf16(y.z, y.w));
-    }
+  };
+  if constexpr (kWgmmaT) {
+    // bf16 rows (one split) or the 16-bit halves of the fp32 partials (stmatrix staging above)
+    const uint16_t* sHi = reinterpret_cast<const uint16_t*>(smem + C::OFF_Q);
+    const uint16_t* sLo = sHi + C::M * kSRow;
+    write_rows([&](int r, int d) { return *reinterpret_cast<const uint4*>(sHi + r * kSRow + d); },
+               [&](int r, int d) {
+                 const uint2 a = *reinterpret_cast<const uint2*>(sHi + r * kSRow + d);
+                 const uint2 l = *reinterpret_cast<const uint2*>(sLo + r * kSRow + d);
+                 return make_float4(__uint_as_float(__byte_perm(l.x, a.x, 0x5410)), __uint_as_float(__byte_perm(l.x, a.x, 0x7632)),
+                                    __uint_as_float(__byte_perm(l.y, a.y, 0x5410)), __uint_as_float(__byte_perm(l.y, a.y, 0x7632)));
+               });
   } else {
-    // fp32 partial rows of 2 KB: 128 threads per row, 4 dims each
-    const int c4 = tid % 128;
-#pragma unroll
-    for (int r = tid / 128; r < C::M; r += kThreads / 128) {
-      const int h = h0 + r;
-      if (h >= p.H) break;
-      *reinterpret_cast<float4*>(p.ws_out + ((int64_t(t) * p.H + h) * num_splits + split) * kD + c4 * 4) =
-          *reinterpret_cast<const float4*>(sOut + r * kORow + c4 * 4);
-    }
+    // fp32 rows (sOut)
+    write_rows([&](int r, int d) {
+                 const float4 x = *reinterpret_cast<const float4*>(sOut + r * kORow + d);
+                 const float4 y = *reinterpret_cast<const float4*>(sOut + r * kORow + d + 4);
+                 return make_uint4(pack_bf16(x.x, x.y), pack_bf16(x.z, x.w), pack_bf16(y.x, y.y), pack_bf16(y.z, y.w));
+               },
+               [&](int r, int d) { return *reinterpret_cast<const float4*>(sOut + r * kORow + d); });
   }
   DSPARKCTL_TL_MARK(18);
   DSPARKCTL_TL_END(tile_end - tile_begin)
