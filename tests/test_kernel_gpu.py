@@ -386,6 +386,28 @@ def test_unaligned_page_stride_uses_narrow_loads(pbs: int) -> None:
     _check(args, out, lse)
 
 
+@pytest.mark.parametrize(
+    ("heads", "config"),
+    [
+        (64, ops.CONFIG_LARGE_SMEM),  # 64 heads per CTA: on Hopper the wgmma 64 x 64 tiles (v20 / v21)
+        (64, ops.CONFIG_LARGE_SMEM_32),  # 32 heads per CTA: on Hopper the transposed wgmma tiles (v30)
+        (24, ops.CONFIG_LARGE_SMEM),  # the same tiles with 8 padded head rows
+        (64, ops.CONFIG_SMALL_SMEM),
+    ],
+    ids=["large64", "large32", "large24", "small64"],
+)
+def test_narrow_loads_at_32_and_64_heads_per_cta(heads: int, config: int) -> None:
+    """The 8-byte load path (page strides that are not multiples of 16) with 32- and 64-head
+    CTAs, whose sm_90a kernels dequantize into the swizzled layout (the 16-head test above and
+    the sanitizer subset's 8-head case reach only the 16- and 32-head CTAs), over a partial last
+    tile, splits and both caches."""
+    args = _inputs(Case(t=6, h=heads, topk=200, pbs=3, extra=(96, 1), sink=True, seed=3001 + heads + config, pad=0))
+    assert layout.page_stride_bytes(args["kv_cache"]) % 16 != 0
+    for splits in (1, 3):
+        out, lse = ops.sparse_mla_decode_cfg(config=config, num_splits=splits, **args)
+        _check(args, out, lse)
+
+
 def test_strided_q_fp8_view_and_3d_indices() -> None:
     args = _inputs(Case(t=6, h=16, topk=256, pbs=256, extra=(512, 64), sink=True, seed=19))
     big = torch.randn(6, 40, 512, device="cuda").to(torch.bfloat16)
