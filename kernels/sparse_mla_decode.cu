@@ -229,21 +229,21 @@ __device__ __forceinline__ void wgmma_fence() {
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #endif
 }
-__device__ __forceinline__ void wgmma_commit_wait() {
-#if DSPARKCTL_WGMMA
-  asm volatile("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-#endif
-}
-// The two halves of wgmma_commit_wait, for work placed between them (v30: while the P.V runs).
-[[maybe_unused]] __device__ __forceinline__ void wgmma_commit() {
+// Commit the issued wgmma group and wait for it; the halves apart where work goes between them
+// (v30: the lse writers' row finish while the last P.V runs).
+__device__ __forceinline__ void wgmma_commit() {
 #if DSPARKCTL_WGMMA
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 #endif
 }
-[[maybe_unused]] __device__ __forceinline__ void wgmma_wait() {
+__device__ __forceinline__ void wgmma_wait() {
 #if DSPARKCTL_WGMMA
   asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 #endif
+}
+__device__ __forceinline__ void wgmma_commit_wait() {
+  wgmma_commit();
+  wgmma_wait();
 }
 // Shared-memory writes by ordinary stores become visible to wgmma (the async proxy) only
 // after this fence by the writing threads, before the barrier that orders them.
@@ -947,7 +947,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   // u = 2 n + j. Its warpgroup's 16 of them (n = 2 wg + n', u' = 2 n' + j) have their running
   // max here (m_h) and, in the lse writers (lanes 0-3 of warps 0 and 4), their running sum
   // (l_h); qsh: the Q shift of all 8 (warpgroup 0 runs S).
-  float m_h[4], l_h[4], sv[2][4];
+  float m_h[4], l_h[4];
   int qsh[8];
 #pragma unroll
   for (int u = 0; u < 4; ++u) {
@@ -1404,6 +1404,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       const int wg = warp >> 2, wl = warp & 3;
       const int q4 = lane & 3;
       float4* sX = reinterpret_cast<float4*>(smem + C::OFF_P);  // [2][128]: S^T of heads 16-31 (P is free here)
+      float sv[2][4];  // this warpgroup's 16 columns of S^T (n = 0, 1: heads 8 (2 wg + n) + ...)
       if (wg == 0) {
         float st[4][4];
 #pragma unroll
