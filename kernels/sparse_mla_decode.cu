@@ -91,12 +91,31 @@ __device__ __forceinline__ unsigned long long tl_globaltimer() {
   }
 #define DSPARKCTL_TL_COMBINE(slot) \
   if (threadIdx.x == 0 && blockIdx.x < kTlMaxCtas) g_tl_combine[blockIdx.x][slot] = tl_globaltimer()
+// v31 warp-specialized kernel: each role's lead thread sums its phases' cycles in registers and
+// stores them to phase slots base.. at the end (warpgroup 0: 4-10, warpgroup 1: 11-12,
+// producer: 13-16); slots 0-3 as above, by thread 0.
+#define DSPARKCTL_WS_TL_DECL                 \
+  unsigned long long ws_tl[7] = {};          \
+  unsigned long long ws_c = clock64();
+#define DSPARKCTL_WS_TL(i)                       \
+  do {                                           \
+    const unsigned long long n_ = clock64();     \
+    ws_tl[i] += n_ - ws_c;                       \
+    ws_c = n_;                                   \
+  } while (0)
+#define DSPARKCTL_WS_TL_STORE(lead, base, n)                                                        \
+  if ((lead) && blockIdx.y * gridDim.x + blockIdx.x < kTlMaxCtas) {                                \
+    for (int i = 0; i < (n); ++i) g_tl_main[blockIdx.y * gridDim.x + blockIdx.x][(base) + i] = ws_tl[i]; \
+  }
 #else
 constexpr int kTlSmemBytes = 0;
 #define DSPARKCTL_TL_BEGIN(smem_tl)
 #define DSPARKCTL_TL_MARK(slot) do {} while (0)
 #define DSPARKCTL_TL_END(tiles)
 #define DSPARKCTL_TL_COMBINE(slot) do {} while (0)
+#define DSPARKCTL_WS_TL_DECL
+#define DSPARKCTL_WS_TL(i) do {} while (0)
+#define DSPARKCTL_WS_TL_STORE(lead, base, n)
 #endif
 
 template <int MT, int BN>
@@ -263,8 +282,10 @@ __device__ __forceinline__ void fence_proxy_async_smem() {
 #else
 #define DSPARKCTL_CLUSTER_GATHER 0
 #endif
+// mbarriers: the v27 clusters' staging buffer and the v31 warp-specialized kernel's tile ring.
+#define DSPARKCTL_MBAR (DSPARKCTL_CLUSTER_GATHER || DSPARKCTL_WGMMA)
 __device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
-#if DSPARKCTL_CLUSTER_GATHER
+#if DSPARKCTL_MBAR
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n"
                "fence.mbarrier_init.release.cluster;\n" ::"r"(smem_u32(bar)), "r"(count)
                : "memory");
@@ -277,7 +298,7 @@ __device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
 #endif
 }
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
-#if DSPARKCTL_CLUSTER_GATHER
+#if DSPARKCTL_MBAR
   uint32_t done = 0;
   do {
     asm volatile(
@@ -286,6 +307,42 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
         : "r"(smem_u32(bar)), "r"(parity)
         : "memory");
   } while (!done);
+#endif
+}
+// One plain arrival (release, CTA scope): the v31 ring's producer and consumers.
+[[maybe_unused]] __device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+#if DSPARKCTL_MBAR
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
+#endif
+}
+// Named barriers (id 1..15) over `n` threads: bar.arrive does not wait, so a producer side
+// can signal and run on while the consumer side waits in bar.sync.
+[[maybe_unused]] __device__ __forceinline__ void nbar_sync(int id, int n) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
+[[maybe_unused]] __device__ __forceinline__ void nbar_arrive(int id, int n) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
+// OR of `v` over the n threads of named barrier `id` (every one of them waits).
+[[maybe_unused]] __device__ __forceinline__ bool nbar_or(int id, int n, bool v) {
+  uint32_t r;
+  asm volatile("{\n .reg .pred p, q;\n setp.ne.u32 q, %1, 0;\n bar.red.or.pred p, %2, %3, q;\n selp.u32 %0, 1, 0, p;\n}\n"
+               : "=r"(r)
+               : "r"(uint32_t(v)), "r"(id), "r"(n)
+               : "memory");
+  return r != 0;
+}
+// A warpgroup's register allocation (sm_90a): producers give registers back, consumers take them.
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() {
+#if DSPARKCTL_WGMMA
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+#endif
+}
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() {
+#if DSPARKCTL_WGMMA
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
 #endif
 }
 __device__ __forceinline__ void cluster_arrive() {
@@ -1734,6 +1791,553 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   DSPARKCTL_TL_END(tile_end - tile_begin)
 }
 
+// ---------------------------------------------------------------- v31: warp-specialized 64 x 64 tiles (sm_90a)
+// Opt-in (-DDSPARKCTL_WS, sm_90 devices): not in the shipped builds until it wins the bench
+// everywhere it would run (kernels/NOTES.md v31); compiled only with the flag.
+#ifdef DSPARKCTL_WS
+// The 64-head x 64-candidate tiles with the dequantization off the tensor cores' critical path
+// (v20-v30 ran it between the MMA phases: ~2,000 of a tile's ~9,000 cycles, plus ~1,000 for
+// the copy issue and barrier). Three warpgroups:
+//  - warpgroup 2, the producer: loads each tile's FP8 rows straight into registers (no raw
+//    staging buffer: its 37 KB is what lets two dequantized tiles fit), converts them (nope
+//    fp16 scaled to the tile's largest scale, rope bf16 as is) into one of two KV buffers, and
+//    loads tile i+1's raw bytes while the consumers still work on tile i-1.
+//  - warpgroup 0: S = Q K^T (64 x 64, wgmma), the softmax, P to shared memory, then O's dims
+//    0-255 (nope) += P V.
+//  - warpgroup 1: O's dims 256-447 (nope) and 448-511 (rope, P hi + lo) += P V, while
+//    warpgroup 0 already runs the next tile's S.
+// Shared memory: Q 64 KB + two KV tiles 128 KB + P (fp16, bf16 hi, bf16 lo) 24 KB = 216 KB.
+// The numerics are the 64 x 64 wgmma kernel's (same operands, same instruction shapes and
+// order per output element), so its tolerances and the verify-path property carry over.
+constexpr int kWsThreads = 384;
+enum WsBarrier : int { kWsPReady = 1, kWsPFree = 2, kWsProducer = 3, kWsConsumers = 4 };
+struct WsCfg {
+  static constexpr int M = 64, BN = 64;
+  // setmaxnreg budgets per warpgroup. They move registers within the CTA's own pool, which is
+  // what the launch allocated: 384 threads x 168 (the cap of __launch_bounds__(384, 1)), so
+  // the three may sum to at most 3 x 168 = 504 (the first build asked 512: warpgroup 0's
+  // increase never found its registers and the kernel hung).
+  enum : int { REGS_S = 216, REGS_PV = 160, REGS_PRODUCER = 128 };
+  static_assert(REGS_S + REGS_PV + REGS_PRODUCER <= 3 * 168, "setmaxnreg stays within the launch's allocation");
+  static constexpr int TILE = BN * kD * 2;
+  static constexpr int OFF_Q = 0;
+  static constexpr int OFF_KV = OFF_Q + M * kD * 2;  // [2][TILE]
+  static constexpr int OFF_P16 = OFF_KV + 2 * TILE;
+  static constexpr int OFF_PHI = OFF_P16 + M * BN * 2;
+  static constexpr int OFF_PLO = OFF_PHI + M * BN * 2;
+  static constexpr int OFF_VALID = OFF_PLO + M * BN * 2;  // uint8 [2][BN]
+  static constexpr int OFF_ETILE = OFF_VALID + 2 * BN;     // int [2]: the tile's V exponent
+  static constexpr int OFF_ALPHA = OFF_ETILE + 16;         // float [2][M]: the rescale of O's rows, by tile parity
+  static constexpr int OFF_FACT = OFF_ALPHA + 2 * M * 4;   // float [M]: the rows' output factors
+  static constexpr int OFF_QMAX = OFF_FACT + M * 4;        // uint32 [M][2] (Q slow path)
+  static constexpr int OFF_PMAX = OFF_QMAX + M * 8;        // uint32 [2][4]: producer warps' max scale byte
+  static constexpr int OFF_POFF = OFF_PMAX + 32;           // int64 [2][BN]: the producer's row offsets
+  static constexpr int OFF_PSCL = OFF_POFF + 2 * BN * 8;   // uint8 [2][BN][8]: scale bytes
+  static constexpr int OFF_BAR = OFF_PSCL + 2 * BN * 8;    // uint64 full[2], empty[2]
+  static constexpr int SMEM = OFF_BAR + 32;
+  static_assert(SMEM <= 227 * 1024, "fits the opt-in shared memory of a Hopper CTA");
+  static_assert(OFF_KV % 1024 == 0 && OFF_P16 % 1024 == 0 && OFF_PHI % 1024 == 0 && OFF_PLO % 1024 == 0, "wgmma operands");
+  static_assert(M * kORow * 4 <= OFF_P16, "the epilogue stages the fp32 rows over Q and the KV tiles");
+  static_assert(OFF_BAR % 8 == 0, "mbarrier alignment");
+};
+
+// The staged output rows (fp32, [M][kORow]) to global memory by `n` threads: bf16 rows (one
+// split) or the fp32 partials.
+template <int M, int N>
+__device__ __forceinline__ void ws_write_rows(const SparseMlaParams& p, const float* sOut, int t, int h0, int split,
+                                              int num_splits, int tid) {
+  if (num_splits == 1) {
+    const int c8 = tid % 64;
+#pragma unroll
+    for (int r = tid / 64; r < M; r += N / 64) {
+      const int h = h0 + r;
+      if (h >= p.H) break;
+      const float4 x = *reinterpret_cast<const float4*>(sOut + r * kORow + c8 * 8);
+      const float4 y = *reinterpret_cast<const float4*>(sOut + r * kORow + c8 * 8 + 4);
+      *reinterpret_cast<uint4*>(reinterpret_cast<__nv_bfloat16*>(p.out) + (int64_t(t) * p.H + h) * kD + c8 * 8) =
+          make_uint4(pack_bf16(x.x, x.y), pack_bf16(x.z, x.w), pack_bf16(y.x, y.y), pack_bf16(y.z, y.w));
+    }
+  } else {
+    const int c4 = tid % 128;
+#pragma unroll
+    for (int r = tid / 128; r < M; r += N / 128) {
+      const int h = h0 + r;
+      if (h >= p.H) break;
+      *reinterpret_cast<float4*>(p.ws_out + ((int64_t(t) * p.H + h) * num_splits + split) * kD + c4 * 4) =
+          *reinterpret_cast<const float4*>(sOut + r * kORow + c4 * 4);
+    }
+  }
+}
+
+template <int VEC>
+__global__ void __launch_bounds__(kWsThreads, 1)
+    sparse_mla_decode_ws_kernel(const SparseMlaParams p, int num_splits, int head_blocks) {
+#if DSPARKCTL_WGMMA
+  using W = WsCfg;
+  constexpr int M = W::M, BN = W::BN;
+  extern __shared__ __align__(1024) uint8_t smem[];
+  __nv_bfloat16* sQ = reinterpret_cast<__nv_bfloat16*>(smem + W::OFF_Q);
+  __nv_bfloat16* sP16 = reinterpret_cast<__nv_bfloat16*>(smem + W::OFF_P16);
+  __nv_bfloat16* sPhi = reinterpret_cast<__nv_bfloat16*>(smem + W::OFF_PHI);
+  __nv_bfloat16* sPlo = reinterpret_cast<__nv_bfloat16*>(smem + W::OFF_PLO);
+  uint8_t* sValid = smem + W::OFF_VALID;
+  int* sEtile = reinterpret_cast<int*>(smem + W::OFF_ETILE);
+  float* sAlpha = reinterpret_cast<float*>(smem + W::OFF_ALPHA);
+  float* sFact = reinterpret_cast<float*>(smem + W::OFF_FACT);
+  uint32_t* sQmax = reinterpret_cast<uint32_t*>(smem + W::OFF_QMAX);
+  uint32_t* sPmax = reinterpret_cast<uint32_t*>(smem + W::OFF_PMAX);
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + W::OFF_BAR);
+  uint64_t* empty = full + 2;
+  auto kv_tile = [&](int b) { return reinterpret_cast<__nv_bfloat16*>(smem + W::OFF_KV + b * W::TILE); };
+
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  const int tid = threadIdx.x;
+  const int warp = tid >> 5;
+  const int lane = tid & 31;
+  const int t = blockIdx.x / head_blocks;
+  const int h0 = (blockIdx.x - t * head_blocks) * M;
+  const int split = blockIdx.y;
+  if (tid == 0) {
+    mbar_init(&full[0], 128);
+    mbar_init(&full[1], 128);
+    mbar_init(&empty[0], 256);
+    mbar_init(&empty[1], 256);
+  }
+#ifdef DSPARKCTL_TIMELINE
+  if (tid == 0 && blockIdx.y * gridDim.x + blockIdx.x < kTlMaxCtas)
+    g_tl_main[blockIdx.y * gridDim.x + blockIdx.x][0] = tl_globaltimer();
+#endif
+  __syncthreads();
+
+  // The split's tile range, as the main kernel cuts it (the full tile range of topk + extra,
+  // clipped to the row's valid tiles), so plans and combines are shared.
+  const int ntf_m = (p.main.topk + BN - 1) / BN;
+  const int ntf = ntf_m + (p.extra.topk + BN - 1) / BN;
+  const int sb = int((int64_t(ntf) * split) / num_splits);
+  const int se = int((int64_t(ntf) * (split + 1)) / num_splits);
+  asm volatile("griddepcontrol.wait;" ::: "memory");  // v23: no global access before this
+  const int len_m = clamp_len(p.main.lengths, p.main.lengths_stride, t, p.main.topk);
+  const int len_e = p.extra.topk > 0 ? clamp_len(p.extra.lengths, p.extra.lengths_stride, t, p.extra.topk) : 0;
+  const int nt_m = (len_m + BN - 1) / BN;
+  const int nt_e = (len_e + BN - 1) / BN;
+  auto valid_before = [&](int f) {
+    const int fe = f - ntf_m;
+    return (f < nt_m ? f : nt_m) + (fe < 0 ? 0 : (fe < nt_e ? fe : nt_e));
+  };
+  const int tile_begin = valid_before(sb);
+  const int tile_end = valid_before(se);
+  auto tile_src = [&](int it, const SparseMlaCache*& c, int& pos0, int& len) {
+    if (it < nt_m) {
+      c = &p.main; pos0 = it * BN; len = len_m;
+    } else {
+      c = &p.extra; pos0 = (it - nt_m) * BN; len = len_e;
+    }
+  };
+
+  if (warp >= 8) {
+    // ================= producer. Tile k's bytes are copied (cp.async, coalesced as the main
+    // kernel's copy, zero-fill for invalid candidates) into its KV buffer itself: the rope
+    // bytes straight to their place, each 64-dim nope block's FP8 bytes into the second half of
+    // that block's 8 KB (candidate c's 64 bytes at 4 KB + 64 c), converted in place later
+    // (every raw byte read into registers, a producer barrier, then the fp16 rows written).
+    // So the producer holds no tile in registers, and tile k's copy is in flight while tile
+    // k-1 is converted and consumed: it is issued as soon as tile k-2 frees the buffer.
+    // (v31's first forms loaded into registers: one tile in flight, a gather latency per tile.)
+    setmaxnreg_dec<W::REGS_PRODUCER>();
+    DSPARKCTL_WS_TL_DECL
+    const int pt = tid - 256;
+    constexpr int NCPC = kDN / VEC, RCPC = (kRowBytes - kDN) / VEC;
+    constexpr int NPT_N = BN * NCPC / 128, NPT_R = BN * RCPC / 128;
+    constexpr int UPT = (kDN / 64) * BN * 2 / 128;  // conversion units (block, candidate, half row) per thread
+    static_assert(BN * NCPC % 128 == 0 && BN * RCPC % 128 == 0 && (kDN / 64) * BN * 2 % 128 == 0, "whole work per thread");
+    int64_t* sOffP = reinterpret_cast<int64_t*>(smem + W::OFF_POFF);  // [2][BN] row offsets, -1 invalid
+    uint8_t* sScl = smem + W::OFF_PSCL;                               // [2][BN][8] scale bytes
+    int32_t id_next = -1;
+    if (pt < BN && tile_begin < tile_end) {
+      const SparseMlaCache* c; int pos0, len;
+      tile_src(tile_begin, c, pos0, len);
+      id_next = load_id(*c, t, pos0 + pt, len);
+    }
+    auto issue = [&](int it) {
+      const int b = (it - tile_begin) & 1;
+      const SparseMlaCache* c; int pos0, len;
+      tile_src(it, c, pos0, len);
+      if (pt < BN) {
+        const int32_t id = id_next;
+        if (it + 1 < tile_end) {
+          const SparseMlaCache* c1; int q0, l1;
+          tile_src(it + 1, c1, q0, l1);
+          id_next = load_id(*c1, t, q0 + pt, l1);
+        }
+        int64_t off = -1, soff = -1;
+        if (id >= 0 && int64_t(id) < c->num_slots) {
+          const uint32_t page = uint32_t(id) / uint32_t(c->pbs);
+          const uint32_t row = uint32_t(id) - page * uint32_t(c->pbs);
+          const int64_t pbase = int64_t(page) * c->page_stride;
+          off = pbase + int64_t(row) * kRowBytes;
+          soff = pbase + int64_t(c->pbs) * kRowBytes + int64_t(row) * 8;
+        }
+        sOffP[b * BN + pt] = off;
+        sValid[b * BN + pt] = off >= 0 ? 1 : 0;
+        cp_async<8>(sScl + (b * BN + pt) * 8, c->base + (off >= 0 ? soff : 0), off >= 0);
+      }
+      nbar_sync(kWsProducer, 128);  // the tile's row offsets
+      uint8_t* dst = smem + W::OFF_KV + b * W::TILE;
+      __nv_bfloat16* sKV = kv_tile(b);
+      const int pl = tid_fresh() - 256;  // read anew: keeps ptxas from hoisting per-chunk offsets (spills)
+#pragma unroll
+      for (int i = 0; i < NPT_N; ++i) {
+        const int k = pl + i * 128;
+        const int cand = k / NCPC, byte = (k % NCPC) * VEC;
+        const int64_t off = sOffP[b * BN + cand];
+        cp_async<VEC>(dst + (byte >> 6) * 8192 + 4096 + cand * 64 + (byte & 63), c->base + (off >= 0 ? off + byte : 0),
+                      off >= 0);
+      }
+#pragma unroll
+      for (int i = 0; i < NPT_R; ++i) {
+        const int r = pl + i * 128;
+        const int cand = r / RCPC, byte = (r % RCPC) * VEC;
+        const int64_t off = sOffP[b * BN + cand];
+        cp_async<VEC>(sKV + sw128_off<BN>(cand, kDN + byte / 2), c->base + (off >= 0 ? off + kDN + byte : 0), off >= 0);
+      }
+      cp_async_commit();
+    };
+    auto convert = [&](int it) {
+      const int b = (it - tile_begin) & 1;
+      cp_async_wait_all();
+      nbar_sync(kWsProducer, 128);  // every thread's copies of the tile have landed
+      DSPARKCTL_WS_TL(1);  // tile landed
+      if (pt < BN) {
+        // the tile's largest nope scale byte (its V exponent + 127); 255 (NaN) is no magnitude
+        const uint2 sc = *reinterpret_cast<const uint2*>(sScl + (b * BN + pt) * 8);
+        uint32_t m = 0;
+#pragma unroll
+        for (int i = 0; i < 7; ++i) {
+          const uint32_t v = __byte_perm(i < 4 ? sc.x : sc.y, 0u, 0x4440u + (i & 3));
+          m = max(m, v == 255u ? 0u : v);
+        }
+        m = __reduce_max_sync(0xffffffffu, m);
+        if (lane == 0) sPmax[b * 4 + (warp - 8)] = m;
+      }
+      const uint8_t* base = smem + W::OFF_KV + b * W::TILE;
+      __nv_bfloat16* sKV = kv_tile(b);
+      const int pc = tid_fresh() - 256;
+      uint4 raw[UPT][2];
+#pragma unroll
+      for (int i = 0; i < UPT; ++i) {
+        const int u = pc + i * 128;
+        const uint8_t* src = base + (u >> 7) * 8192 + 4096 + ((u & 127) >> 1) * 64 + (u & 1) * 32;
+        raw[i][0] = *reinterpret_cast<const uint4*>(src);
+        raw[i][1] = *reinterpret_cast<const uint4*>(src + 16);
+      }
+      nbar_sync(kWsProducer, 128);  // every raw byte read before a converted row overwrites it; the tile max
+      const uint32_t maxb = max(sPmax[b * 4], sPmax[b * 4 + 1]);
+#pragma unroll
+      for (int i = 0; i < UPT; ++i) {
+        const int u = pc + i * 128;
+        const int blk = u >> 7, cand = (u & 127) >> 1, h = u & 1;
+        const uint32_t mult = f16_pow2x2(sScl[(b * BN + cand) * 8 + blk], maxb);
+        const uint32_t* w = reinterpret_cast<const uint32_t*>(&raw[i][0]);
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {  // 8 fp8 values (two words) -> one 16-byte piece of fp16
+          const uint32_t w0 = w[2 * q], w1 = w[2 * q + 1];
+          *reinterpret_cast<uint4*>(sKV + sw128_off<BN>(cand, blk * 64 + h * 32 + 8 * q)) =
+              make_uint4(fp8x2_to_f16x2(w0 & 0xffffu, mult), fp8x2_to_f16x2(w0 >> 16, mult),
+                         fp8x2_to_f16x2(w1 & 0xffffu, mult), fp8x2_to_f16x2(w1 >> 16, mult));
+        }
+      }
+      if (pt == 0) sEtile[b] = int(maxb) - 127;
+      fence_proxy_async_smem();
+      mbar_arrive(&full[b]);
+      DSPARKCTL_WS_TL(3);  // converted, stored, published
+    };
+    if (tile_begin < tile_end) issue(tile_begin);
+    DSPARKCTL_WS_TL(0);
+    for (int it = tile_begin + 1; it < tile_end; ++it) {
+      convert(it - 1);
+      const int j = it - tile_begin;
+      if (j >= 2) mbar_wait(&empty[j & 1], uint32_t((j >> 1) - 1) & 1u);  // tile j - 2 is done with the buffer
+      DSPARKCTL_WS_TL(2);  // buffer free
+      issue(it);
+      DSPARKCTL_WS_TL(0);  // copies issued
+    }
+    if (tile_begin < tile_end) convert(tile_end - 1);
+    DSPARKCTL_WS_TL_STORE(pt == 0, 13, 4)
+    return;
+  }
+
+  // ================= consumers (warpgroups 0 and 1, 256 threads)
+  const int wg = warp >> 2, wl = warp & 3;
+  // Q rows -> registers -> shared memory: nope as fp16 (per-row power-of-two shift on the slow
+  // path, as the main kernel), rope as bf16, all in the 128-byte swizzle.
+  constexpr int kCT = 256;
+  constexpr int QN = M * (kD / 8) / kCT;
+  constexpr int kQRowsPerPass = kCT / (kD / 8);
+  const int q_r0 = tid / (kD / 8);
+  const uint4* qp = reinterpret_cast<const uint4*>(reinterpret_cast<const __nv_bfloat16*>(p.q) +
+                                                   int64_t(t) * p.q_stride_t + int64_t(h0 + q_r0) * p.q_stride_h) +
+                    tid % (kD / 8);
+  const int64_t q_step = int64_t(kQRowsPerPass) * p.q_stride_h / 8;
+  uint4 qv[QN];
+#pragma unroll
+  for (int i = 0; i < QN; ++i) {
+    qv[i] = make_uint4(0, 0, 0, 0);
+    if (h0 + q_r0 + i * kQRowsPerPass < p.H) qv[i] = __ldg(qp + i * q_step);
+  }
+  const bool q_nope_col = (tid % (kD / 8)) < kDN / 8;
+  int q_odd = 0;
+#pragma unroll
+  for (int i = 0; i < QN; ++i) {
+    const uint32_t m = q_chunk_max(qv[i]);
+    q_odd |= q_nope_col && m != 0u && (m < 0x3c80u || m > 0x477fu);
+  }
+  const bool q_slow = nbar_or(kWsConsumers, kCT, q_odd != 0);
+  int q_shift[2] = {0, 0};  // warpgroup 0: its two S rows' Q shift
+  if (q_slow) {
+#pragma unroll
+    for (int i = 0; i < QN; ++i) {
+      const uint32_t m = __reduce_max_sync(0xffffffffu, q_nope_col ? q_chunk_max(qv[i]) : 0u);
+      if (lane == 0) sQmax[((tid + i * kCT) / (kD / 8)) * 2 + (warp & 1)] = m;
+    }
+    nbar_sync(kWsConsumers, kCT);
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int row = wl * 16 + (lane >> 2) + 8 * i;
+      q_shift[i] = q_row_shift(sQmax[row * 2], sQmax[row * 2 + 1]);
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < QN; ++i) {
+    const int k = tid + i * kCT;
+    const int r = k / (kD / 8);
+    uint4 v = qv[i];
+    if (q_nope_col) {
+      const float f = q_slow ? pow2i(-q_row_shift(sQmax[r * 2], sQmax[r * 2 + 1])) : 1.f;
+      uint32_t* w = reinterpret_cast<uint32_t*>(&v);
+#pragma unroll
+      for (int jj = 0; jj < 4; ++jj) w[jj] = pack_f16(bf16_lo(w[jj]) * f, bf16_hi(w[jj]) * f);
+    }
+    *reinterpret_cast<uint4*>(sQ + sw128_off<M>(r, (tid % (kD / 8)) * 8)) = v;
+  }
+  fence_proxy_async_smem();
+  nbar_sync(kWsConsumers, kCT);  // Q in place for warpgroup 0's S
+
+  const float scale_log2 = p.sm_scale * kLog2e;
+  float o[32][4];  // dims 256 wg + 8 j (+ 2 (lane % 4) + c % 2), rows 16 wl + lane / 4 (+ 8 (c / 2))
+#pragma unroll
+  for (int jj = 0; jj < 32; ++jj)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) o[jj][c] = 0.f;
+  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};  // warpgroup 0: this thread's share of l
+  int e_run = -(1 << 20);
+  float(&on)[24][4] = *reinterpret_cast<float(*)[24][4]>(&o[0][0]);
+  float(&orp)[8][4] = *reinterpret_cast<float(*)[8][4]>(&o[24][0]);
+  const uint64_t dp16 = wgmma_desc_sw128(sP16);
+  const uint64_t dph = wgmma_desc_sw128(sPhi);
+  const uint64_t dpl = wgmma_desc_sw128(sPlo);
+  auto kstep = [](int kk, int rows) { return uint64_t(((kk >> 2) * rows * 128 + (kk & 3) * 32) >> 4); };
+
+  if (wg == 0) {
+    setmaxnreg_inc<W::REGS_S>();
+    DSPARKCTL_WS_TL_DECL
+    const uint64_t dq = wgmma_desc_sw128(sQ);
+    for (int it = tile_begin; it < tile_end; ++it) {
+      const int j = it - tile_begin, b = j & 1;
+      mbar_wait(&full[b], uint32_t(j >> 1) & 1u);
+      DSPARKCTL_WS_TL(0);  // tile ready
+      const int e_tile = sEtile[b];
+      const int e_new = e_run > e_tile ? e_run : e_tile;
+      __nv_bfloat16* sKV = kv_tile(b);
+      float s[8][4];  // columns 8 n + 2 (lane % 4) (+ 1): n < 4 candidates 0-31, n >= 4 32-63
+#pragma unroll
+      for (int n = 0; n < 8; ++n)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) s[n][c] = 0.f;
+      float(&s0)[4][4] = *reinterpret_cast<float(*)[4][4]>(&s[0][0]);
+      float(&s1)[4][4] = *reinterpret_cast<float(*)[4][4]>(&s[4][0]);
+      const uint64_t dk0 = wgmma_desc_sw128(sKV);
+      const uint64_t dk1 = wgmma_desc_sw128(sKV + 32 * 64);
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < kDN / 16; ++kk) {
+        wgmma_m64n32k16<false>(s0, dq + kstep(kk, M), dk0 + kstep(kk, BN));
+        wgmma_m64n32k16<false>(s1, dq + kstep(kk, M), dk1 + kstep(kk, BN));
+      }
+      wgmma_commit_wait();
+      const Pow2Pair s_nope[2] = {Pow2Pair(q_shift[0] + e_tile), Pow2Pair(q_shift[1] + e_tile)};
+#pragma unroll
+      for (int n = 0; n < 8; ++n)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) s[n][c] = s_nope[c >> 1](s[n][c]);
+      wgmma_fence();
+#pragma unroll
+      for (int kk = kDN / 16; kk < kD / 16; ++kk) {
+        wgmma_m64n32k16<true>(s0, dq + kstep(kk, M), dk0 + kstep(kk, BN));
+        wgmma_m64n32k16<true>(s1, dq + kstep(kk, M), dk1 + kstep(kk, BN));
+      }
+      wgmma_commit_wait();
+      DSPARKCTL_WS_TL(1);  // S
+      // scale (base 2), mask (a select: invalid candidates' rows are zeros, but stay out), row max
+      float rmax[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+      for (int n = 0; n < 8; ++n) {
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          const int col = n * 8 + (lane & 3) * 2 + (c & 1);
+          const float v = sValid[b * BN + col] ? s[n][c] * scale_log2 : -INFINITY;
+          s[n][c] = v;
+          rmax[c >> 1] = fmaxf(rmax[c >> 1], v);
+        }
+      }
+      float alpha[2], m_use[2];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        rmax[i] = fmaxf(rmax[i], __shfl_xor_sync(0xffffffffu, rmax[i], 1));
+        rmax[i] = fmaxf(rmax[i], __shfl_xor_sync(0xffffffffu, rmax[i], 2));
+        const float mx = fmaxf(m_run[i], rmax[i]);
+        alpha[i] = mx == -INFINITY ? 1.f : fast_exp2(m_run[i] - mx);
+        m_run[i] = mx;
+        m_use[i] = mx == -INFINITY ? 0.f : mx;
+      }
+      const float f16_shift = pow2i(e_tile - e_new);
+      const float v_shift = pow2i(e_run - e_new);
+      e_run = e_new;
+      DSPARKCTL_WS_TL(2);  // mask, row max
+      if (j > 0) nbar_sync(kWsPFree, kCT);  // warpgroup 1's P.V of the previous tile is done with P
+      DSPARKCTL_WS_TL(3);  // P free
+      float rsum[2] = {0.f, 0.f};
+#pragma unroll
+      for (int n = 0; n < 8; ++n) {
+        const int col = n * 8 + (lane & 3) * 2;
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          const float p0 = fast_exp2(s[n][2 * i] - m_use[i]);
+          const float p1 = fast_exp2(s[n][2 * i + 1] - m_use[i]);
+          rsum[i] += p0 + p1;
+          const uint32_t hi = pack_bf16(p0, p1);
+          const uint32_t lo = pack_bf16(p0 - bf16_lo(hi), p1 - bf16_hi(hi));
+          const int po = sw128_off<M>(wl * 16 + (lane >> 2) + 8 * i, col);
+          *reinterpret_cast<uint32_t*>(sPhi + po) = hi;
+          *reinterpret_cast<uint32_t*>(sPlo + po) = lo;
+          *reinterpret_cast<uint32_t*>(sP16 + po) = pack_f16(p0 * f16_shift, p1 * f16_shift);
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        l_run[i] = l_run[i] * alpha[i] + rsum[i];
+        // by tile parity: with one copy, racecheck reported this write (after bar.sync P-free)
+        // against warpgroup 1's read of the previous tile (before its bar.arrive P-free)
+        if ((lane & 3) == 0) sAlpha[b * M + wl * 16 + (lane >> 2) + 8 * i] = alpha[i];
+      }
+      fence_proxy_async_smem();
+      nbar_arrive(kWsPReady, kCT);
+      DSPARKCTL_WS_TL(4);  // P
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const float a = alpha[i] * v_shift;
+#pragma unroll
+        for (int jj = 0; jj < 32; ++jj) {
+          o[jj][2 * i] *= a;
+          o[jj][2 * i + 1] *= a;
+        }
+      }
+      const uint64_t dv = wgmma_desc_sw128(sKV, BN * 128);
+      wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < BN / 16; ++ks) {
+        const uint64_t ka = (ks * 32) >> 4;
+        const uint64_t kb = (ks * 16 * 128) >> 4;
+        wgmma_pv_m64n192_f16(on, dp16 + ka, dv + kb);
+        wgmma_pv_m64n64<false>(orp, dp16 + ka, dv + ((3 * BN * 128) >> 4) + kb);
+      }
+      wgmma_commit_wait();
+      mbar_arrive(&empty[b]);
+      DSPARKCTL_WS_TL(5);  // P.V (dims 0-255)
+    }
+    // the rows' sums over the quad, then their lse and output factors
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      l_run[i] += __shfl_xor_sync(0xffffffffu, l_run[i], 1);
+      l_run[i] += __shfl_xor_sync(0xffffffffu, l_run[i], 2);
+      const int row = wl * 16 + (lane >> 2) + 8 * i;
+      const float f = finish_row(p, t, h0 + row, split, num_splits, m_run[i], l_run[i], (lane & 3) == 0);
+      if ((lane & 3) == 0) sFact[row] = f;
+    }
+    DSPARKCTL_WS_TL(6);  // rows finished
+    DSPARKCTL_WS_TL_STORE(tid == 0, 4, 7)
+  } else {
+    setmaxnreg_dec<W::REGS_PV>();
+    DSPARKCTL_WS_TL_DECL
+    for (int it = tile_begin; it < tile_end; ++it) {
+      const int j = it - tile_begin, b = j & 1;
+      mbar_wait(&full[b], uint32_t(j >> 1) & 1u);
+      nbar_sync(kWsPReady, kCT);
+      DSPARKCTL_WS_TL(0);  // tile and P ready
+      const int e_tile = sEtile[b];
+      const int e_new = e_run > e_tile ? e_run : e_tile;
+      const float v_shift = pow2i(e_run - e_new);
+      e_run = e_new;
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const float a = sAlpha[b * M + wl * 16 + (lane >> 2) + 8 * i];
+        const float an = a * v_shift;
+#pragma unroll
+        for (int jj = 0; jj < 32; ++jj) {
+          const float g = jj < 24 ? an : a;
+          o[jj][2 * i] *= g;
+          o[jj][2 * i + 1] *= g;
+        }
+      }
+      const uint64_t dv = wgmma_desc_sw128(kv_tile(b), BN * 128);
+      wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < BN / 16; ++ks) {
+        const uint64_t ka = (ks * 32) >> 4;
+        const uint64_t kb = (ks * 16 * 128) >> 4;
+        wgmma_pv_m64n192_f16(on, dp16 + ka, dv + ((4 * BN * 128) >> 4) + kb);
+        wgmma_pv_m64n64<true>(orp, dph + ka, dv + ((7 * BN * 128) >> 4) + kb);
+        wgmma_pv_m64n64<true>(orp, dpl + ka, dv + ((7 * BN * 128) >> 4) + kb);
+      }
+      wgmma_commit_wait();
+      if (it + 1 < tile_end) nbar_arrive(kWsPFree, kCT);
+      mbar_arrive(&empty[b]);
+      DSPARKCTL_WS_TL(1);  // P.V (dims 256-511)
+    }
+    DSPARKCTL_WS_TL_STORE(tid == 128, 11, 2)
+  }
+  // ---- epilogue: both warpgroups' last P.V are done with Q / KV, the factors are in sFact
+  nbar_sync(kWsConsumers, kCT);
+  float* sOut = reinterpret_cast<float*>(smem + W::OFF_Q);  // [M][kORow] fp32
+  const Pow2Pair v_exp(e_run);
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int row = wl * 16 + (lane >> 2) + 8 * i;
+    const float f = sFact[row];
+    const float fn = v_exp(f);
+    float* srow = sOut + row * kORow + (lane & 3) * 2;
+#pragma unroll
+    for (int jj = 0; jj < 32; ++jj) {
+      const float g = (wg == 0 || jj < 24) ? fn : f;
+      *reinterpret_cast<float2*>(srow + wg * 256 + jj * 8) = make_float2(o[jj][2 * i] * g, o[jj][2 * i + 1] * g);
+    }
+  }
+  nbar_sync(kWsConsumers, kCT);
+  ws_write_rows<M, kCT>(p, sOut, t, h0, split, num_splits, tid);
+#ifdef DSPARKCTL_TIMELINE
+  if (tid == 0 && blockIdx.y * gridDim.x + blockIdx.x < kTlMaxCtas) {
+    unsigned smid;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+    g_tl_main[blockIdx.y * gridDim.x + blockIdx.x][2] = smid;
+    g_tl_main[blockIdx.y * gridDim.x + blockIdx.x][3] = tile_end - tile_begin;
+    g_tl_main[blockIdx.y * gridDim.x + blockIdx.x][1] = tl_globaltimer();
+  }
+#endif
+#else
+  __trap();  // launched only on sm_90 devices, whose build is sm_90a
+#endif
+}
+#endif  // DSPARKCTL_WS
+
 // ---------------------------------------------------------------- split combine
 // One block of G x 128 threads per (token, head), G in {1, 2, 4}: a thread owns 4 of the 512
 // dims for the splits s = g, g + G, g + 2G, ... of its group g and issues up to B independent
@@ -1927,6 +2531,27 @@ constexpr int kMainPdl = 0;
 constexpr int kMainPdl = 1;
 #endif
 
+// v31: the 64 x 64 tiles by the warp-specialized kernel on sm_90 devices (A/B builds:
+// -DDSPARKCTL_WS).
+#ifdef DSPARKCTL_WS
+template <int VEC>
+cudaError_t prepared_ws_kernel(void (**out)(const SparseMlaParams, int, int)) {
+  auto kernel = sparse_mla_decode_ws_kernel<VEC>;
+  static bool attr_set[kMaxDevices] = {};
+  int device = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e != cudaSuccess) return e;
+  if (device < 0 || device >= kMaxDevices) return cudaErrorInvalidDevice;
+  if (!attr_set[device]) {
+    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, WsCfg::SMEM);
+    if (e != cudaSuccess) return e;
+    attr_set[device] = true;
+  }
+  *out = kernel;
+  return cudaSuccess;
+}
+#endif  // DSPARKCTL_WS
+
 // smem_min: dynamic shared memory to ask for at least (sparse_mla_one_cta_per_sm's padding).
 template <int MT, int BN, int VEC>
 cudaError_t launch_main(const SparseMlaParams& p, const SparseMlaPlan& plan, int head_blocks, int smem_min,
@@ -1945,12 +2570,26 @@ cudaError_t launch_main(const SparseMlaParams& p, const SparseMlaPlan& plan, int
     e = prepared_kernel<MT, BN, VEC>(&kernel);
   }
   if (e != cudaSuccess) return e;
+  int threads = kThreads, smem = C::SMEM > smem_min ? C::SMEM : smem_min;
+#ifdef DSPARKCTL_WS
+  if constexpr (MT == 4 && BN == 64) {
+    int device = 0;
+    e = cudaGetDevice(&device);
+    if (e != cudaSuccess) return e;
+    if (device_info(device).major == 9) {
+      e = prepared_ws_kernel<VEC>(&kernel);
+      if (e != cudaSuccess) return e;
+      threads = kWsThreads;
+      smem = WsCfg::SMEM;
+    }
+  }
+#endif
   // Programmatic dependent launch (v23): the CTAs may start under the previous kernel in the
   // stream; the kernel waits (griddepcontrol.wait) before its first global access.
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(unsigned(int64_t(p.T) * head_blocks), unsigned(plan.num_splits));
-  cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = C::SMEM > smem_min ? C::SMEM : smem_min;
+  cfg.blockDim = dim3(threads);
+  cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
   cudaLaunchAttribute attr[2];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;

@@ -124,6 +124,36 @@ def test_sm120_register_budget_build_on_hopper(tmp_path: Path) -> None:
             assert b[k][1] == 0, (k, b[k])  # no spills in the SMALL layouts (SM120's only ones)
 
 
+@pytest.mark.skipif(build.find_nvcc() is None, reason="nvcc not installed: cannot compile-check CUDA")
+def test_opt_in_warp_specialized_build(tmp_path: Path) -> None:
+    """v31's warp-specialized 64 x 64 kernel is opt-in (-DDSPARKCTL_WS, sm_90a; NOTES v31): the
+    flag build must compile it for both load widths without a spill (its warpgroups' setmaxnreg
+    budgets are what ptxas allocates each role to; a spill there was the first sign of a budget
+    too small), and the shipped build must not contain it."""
+    obj = tmp_path / "ws.o"
+    cmd = build.kernel_compile_command("sm_90a", obj, extra=["-DDSPARKCTL_WS"])
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    ws: dict[str, int] = {}
+    name = None
+    for line in out.splitlines():
+        m = re.search(r"Compiling entry function '\S*sparse_mla_decode_ws_kernelILi(\d+)E", line)
+        if m:
+            name = m[1]
+            continue
+        m = re.search(r"(\d+) bytes spill stores", line)
+        if m and name:
+            ws[name] = int(m[1])
+            name = None
+    assert ws == {"8": 0, "16": 0}, ws
+    shipped = tmp_path / "shipped.o"
+    proc = subprocess.run(build.kernel_compile_command("sm_90a", shipped), capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert b"sparse_mla_decode_ws_kernel" not in shipped.read_bytes()
+    assert b"sparse_mla_decode_ws_kernel" in obj.read_bytes()
+
+
 @pytest.fixture(scope="module")
 def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str]]:
     """PTX of the kernel source for sm_90a, sm_120a and a -DDSPARKCTL_NO_WGMMA Hopper build, as
