@@ -744,21 +744,57 @@ __device__ __forceinline__ int clamp_len(const int32_t* lengths, int64_t stride,
 __device__ __forceinline__ int32_t load_id(const SparseMlaCache& c, int t, int pos, int len) {
   return pos < len ? __ldg(c.indices + int64_t(t) * c.indices_stride + pos) : -1;
 }
-// Validate a raw slot id (< 0, >= num_slots: invalid) and publish the candidate as the byte
-// offsets of its data row and of its scale bytes (-1, -1 when invalid) for the tile loader.
-__device__ __forceinline__ void publish_id(const SparseMlaCache& c, int32_t id, int64_t* sOff, int BN,
-                                           int cand) {
+// Validate a raw slot id (< 0, >= num_slots: invalid) into the byte offsets of its data row and
+// of its scale bytes (-1, -1 when invalid).
+struct SlotOffsets {
   int64_t off = -1, soff = -1;
+};
+__device__ __forceinline__ SlotOffsets slot_offsets(const SparseMlaCache& c, int32_t id) {
+  SlotOffsets o;
   if (id >= 0 && int64_t(id) < c.num_slots) {
     const uint32_t page = uint32_t(id) / uint32_t(c.pbs);
     const uint32_t row = uint32_t(id) - page * uint32_t(c.pbs);
     const int64_t pbase = int64_t(page) * c.page_stride;
-    off = pbase + int64_t(row) * kRowBytes;
-    soff = pbase + int64_t(c.pbs) * kRowBytes + int64_t(row) * 8;
+    o.off = pbase + int64_t(row) * kRowBytes;
+    o.soff = pbase + int64_t(c.pbs) * kRowBytes + int64_t(row) * 8;
   }
-  sOff[cand] = off;
-  sOff[BN + cand] = soff;
+  return o;
 }
+// ... and publish them for the tile loader.
+__device__ __forceinline__ void publish_id(const SparseMlaCache& c, int32_t id, int64_t* sOff, int BN,
+                                           int cand) {
+  const SlotOffsets o = slot_offsets(c, id);
+  sOff[cand] = o.off;
+  sOff[BN + cand] = o.soff;
+}
+
+// A CTA's valid tiles, from the lengths: the static split [sb, se) of the full tile range (main
+// tiles [0, ntf_m), then the extra cache's) clipped to the row's valid tiles (main [0, nt_m),
+// extra [ntf_m, ntf_m + nt_e)); the count before a full tile index is monotone, so the splits
+// still cover every valid tile once. Valid tile `it` -> (cache, first position, valid length).
+template <int BN>
+struct ValidTiles {
+  int len_m, len_e, nt_m, nt_e, begin, end;
+  __device__ __forceinline__ ValidTiles(const SparseMlaParams& p, int t, int ntf_m, int sb, int se) {
+    len_m = clamp_len(p.main.lengths, p.main.lengths_stride, t, p.main.topk);
+    len_e = p.extra.topk > 0 ? clamp_len(p.extra.lengths, p.extra.lengths_stride, t, p.extra.topk) : 0;
+    nt_m = (len_m + BN - 1) / BN;
+    nt_e = (len_e + BN - 1) / BN;
+    begin = before(ntf_m, sb);
+    end = before(ntf_m, se);
+  }
+  __device__ __forceinline__ int before(int ntf_m, int f) const {
+    const int fe = f - ntf_m;
+    return (f < nt_m ? f : nt_m) + (fe < 0 ? 0 : (fe < nt_e ? fe : nt_e));
+  }
+  __device__ __forceinline__ void src(const SparseMlaParams& p, int it, const SparseMlaCache*& c, int& pos0, int& len) const {
+    if (it < nt_m) {
+      c = &p.main; pos0 = it * BN; len = len_m;
+    } else {
+      c = &p.extra; pos0 = (it - nt_m) * BN; len = len_e;
+    }
+  }
+};
 
 __device__ __forceinline__ float finish_lse(bool empty, float lse_nat, const float* sink, int h,
                                             int base2_sink) {
@@ -798,6 +834,49 @@ __device__ __forceinline__ float finish_row(const SparseMlaParams& p, int t, int
   }
   return f;
 }
+
+// Q of one CTA's M head rows through 256 threads: thread tid holds chunk tid % 64 (8 dims) of
+// rows tid / 64 + 4 i, i < QN (rows past H are zero). Shared by the main and the v31 kernel;
+// the slow path's row maxima and the store to shared memory stay inline in each (as functions
+// here they changed ptxas's schedule of the shipped kernels).
+template <int M>
+struct QRows {
+  static constexpr int QN = M * (kD / 8) / 256;
+  static constexpr int kRowsPerPass = 256 / (kD / 8);
+  // One base pointer, stepped by a precomputed 4-row stride (no 64-bit multiply per chunk);
+  // made before griddepcontrol.wait (it reads kernel parameters only), loaded after it.
+  struct Src {
+    const uint4* qp;
+    int64_t step;
+    int row0, H;  // this thread's first head, the head count
+    __device__ __forceinline__ Src(const SparseMlaParams& p, int t, int h0, int tid) {
+      const int q_r0 = tid / (kD / 8);
+      qp = reinterpret_cast<const uint4*>(reinterpret_cast<const __nv_bfloat16*>(p.q) + int64_t(t) * p.q_stride_t +
+                                          int64_t(h0 + q_r0) * p.q_stride_h) +
+           tid % (kD / 8);
+      step = int64_t(kRowsPerPass) * p.q_stride_h / 8;  // in uint4 (strides are multiples of 8)
+      row0 = h0 + q_r0;
+      H = p.H;
+    }
+    __device__ __forceinline__ void load(uint4 (&qv)[QN]) const {
+#pragma unroll
+      for (int i = 0; i < QN; ++i) {
+        qv[i] = make_uint4(0, 0, 0, 0);
+        if (row0 + i * kRowsPerPass < H) qv[i] = __ldg(qp + i * step);
+      }
+    }
+  };
+  // Whether some nope chunk of this thread is nonzero with its largest |q| outside [2^-6, 65280].
+  static __device__ __forceinline__ int odd(const uint4 (&qv)[QN], bool nope_col) {
+    int q_odd = 0;
+#pragma unroll
+    for (int i = 0; i < QN; ++i) {
+      const uint32_t m = q_chunk_max(qv[i]);
+      q_odd |= nope_col && m != 0u && (m < 0x3c80u || m > 0x477fu);
+    }
+    return q_odd;
+  }
+};
 
 // v30: v[u] (u = 0..3) of the 8 lanes that share lane % 4, reduced with op over those lanes
 // (xor 16, 8, 4) as a reduce-scatter: 4 shuffles instead of 12. Returns the total of column
@@ -907,16 +986,10 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   const int se = int((int64_t(ntf) * (split + 1)) / num_splits);
 
   // Q rows -> registers (stored to smem below, after the id loads are issued).
-  constexpr int QN = C::M * (kD / 8) / kThreads;
-  // Thread tid loads chunk tid % 64 of rows tid / 64 + 4 i: one base pointer, stepped by a
-  // precomputed 4-row stride (no 64-bit multiply per chunk).
-  constexpr int kQRowsPerPass = kThreads / (kD / 8);
-  const int q_r0 = tid / (kD / 8);
-  const uint4* qp = reinterpret_cast<const uint4*>(reinterpret_cast<const __nv_bfloat16*>(p.q) +
-                                                   int64_t(t) * p.q_stride_t + int64_t(h0 + q_r0) * p.q_stride_h) +
-                    tid % (kD / 8);
-  const int64_t q_step = int64_t(kQRowsPerPass) * p.q_stride_h / 8;  // in uint4 (strides are multiples of 8)
-  uint4 qv[QN];
+  static_assert(kThreads == 256, "QRows: 256 threads");
+  using QR = QRows<C::M>;
+  const typename QR::Src q_src(p, t, h0, tid);
+  uint4 qv[QR::QN];
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // v23: this grid is launched as a programmatic dependent of the previous kernel in the
   // stream, so its CTAs may start while that kernel still runs: everything above reads only
@@ -927,11 +1000,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   // memory is visible).
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
-#pragma unroll
-  for (int i = 0; i < QN; ++i) {
-    qv[i] = make_uint4(0, 0, 0, 0);
-    if (h0 + q_r0 + i * kQRowsPerPass < p.H) qv[i] = __ldg(qp + i * q_step);
-  }
+  q_src.load(qv);
   DSPARKCTL_TL_MARK(19);
   // Speculative raw ids of full tiles sb and sb+1 (bounded by topk: always inside the tensor).
   int32_t spec[2] = {-1, -1};
@@ -948,28 +1017,11 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   }
 
   DSPARKCTL_TL_MARK(4);
-  const int len_m = clamp_len(p.main.lengths, p.main.lengths_stride, t, p.main.topk);
-  const int len_e =
-      p.extra.topk > 0 ? clamp_len(p.extra.lengths, p.extra.lengths_stride, t, p.extra.topk) : 0;
-  const int nt_m = (len_m + BN - 1) / BN;
-  const int nt_e = (len_e + BN - 1) / BN;
-  // full tile index -> number of valid tiles before it (valid tiles: main [0, nt_m), extra
-  // [ntf_m, ntf_m + nt_e)); monotone, so the splits still cover every valid tile once.
-  auto valid_before = [&](int f) {
-    const int fe = f - ntf_m;
-    return (f < nt_m ? f : nt_m) + (fe < 0 ? 0 : (fe < nt_e ? fe : nt_e));
-  };
-  const int tile_begin = valid_before(sb);
-  const int tile_end = valid_before(se);
-
-  // Valid tile `it` -> (cache, first position, valid length).
-  auto tile_src = [&](int it, const SparseMlaCache*& c, int& pos0, int& len) {
-    if (it < nt_m) {
-      c = &p.main; pos0 = it * BN; len = len_m;
-    } else {
-      c = &p.extra; pos0 = (it - nt_m) * BN; len = len_e;
-    }
-  };
+  const ValidTiles<BN> vt(p, t, ntf_m, sb, se);
+  const int nt_m = vt.nt_m;
+  const int tile_begin = vt.begin;
+  const int tile_end = vt.end;
+  auto tile_src = [&](int it, const SparseMlaCache*& c, int& pos0, int& len) { vt.src(p, it, c, pos0, len); };
   // Slot ids of the first two tiles (later tiles' ids are loaded two tiles ahead); the
   // speculative loads are used when the valid tile is the full tile they were made for.
   if (tid < BN) {
@@ -1025,13 +1077,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   // (rare), every row is shifted by a power of two first (slow path below, exact).
   static_assert(kThreads % (kD / 8) == 0, "a thread's Q chunks share one column");
   const bool q_nope_col = (tid % (kD / 8)) < kDN / 8;
-  int q_odd = 0;
-#pragma unroll
-  for (int i = 0; i < QN; ++i) {
-    const uint32_t m = q_chunk_max(qv[i]);
-    q_odd |= q_nope_col && m != 0u && (m < 0x3c80u || m > 0x477fu);
-  }
-  const bool q_slow = __syncthreads_or(q_odd);  // also: the first tiles' offsets are visible
+  const bool q_slow = __syncthreads_or(QR::odd(qv, q_nope_col));  // also: the first tiles' offsets are visible
   DSPARKCTL_TL_MARK(6);
   if constexpr (clustered) cluster_wait();  // every peer's mbarrier is initialised
   if (tile_begin < tile_end) {
@@ -1048,7 +1094,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   if (q_slow) {
     // Per row: the largest |q| of each half row (a warp holds 32 chunks of one row per i).
 #pragma unroll
-    for (int i = 0; i < QN; ++i) {
+    for (int i = 0; i < QR::QN; ++i) {
       const uint32_t m = __reduce_max_sync(0xffffffffu, q_nope_col ? q_chunk_max(qv[i]) : 0u);
       if (lane == 0) sQmax[((tid + i * kThreads) / (kD / 8)) * 2 + (warp & 1)] = m;
     }
@@ -1068,8 +1114,10 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   }
   // Q -> smem (rows past H are zero): nope dims as fp16 (times 2^-shift(row) on the slow
   // path), rope as bf16.
+  // (inline, as the slow path's row maxima above: as QRows functions they change ptxas's
+  // schedule of the kernels, whose SASS is what the GPU tests measured)
 #pragma unroll
-  for (int i = 0; i < QN; ++i) {
+  for (int i = 0; i < QR::QN; ++i) {
     const int k = tid + i * kThreads;
     const int r = k / (kD / 8);
     uint4 v = qv[i];
@@ -1916,23 +1964,10 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const int sb = int((int64_t(ntf) * split) / num_splits);
   const int se = int((int64_t(ntf) * (split + 1)) / num_splits);
   asm volatile("griddepcontrol.wait;" ::: "memory");  // v23: no global access before this
-  const int len_m = clamp_len(p.main.lengths, p.main.lengths_stride, t, p.main.topk);
-  const int len_e = p.extra.topk > 0 ? clamp_len(p.extra.lengths, p.extra.lengths_stride, t, p.extra.topk) : 0;
-  const int nt_m = (len_m + BN - 1) / BN;
-  const int nt_e = (len_e + BN - 1) / BN;
-  auto valid_before = [&](int f) {
-    const int fe = f - ntf_m;
-    return (f < nt_m ? f : nt_m) + (fe < 0 ? 0 : (fe < nt_e ? fe : nt_e));
-  };
-  const int tile_begin = valid_before(sb);
-  const int tile_end = valid_before(se);
-  auto tile_src = [&](int it, const SparseMlaCache*& c, int& pos0, int& len) {
-    if (it < nt_m) {
-      c = &p.main; pos0 = it * BN; len = len_m;
-    } else {
-      c = &p.extra; pos0 = (it - nt_m) * BN; len = len_e;
-    }
-  };
+  const ValidTiles<BN> vt(p, t, ntf_m, sb, se);
+  const int tile_begin = vt.begin;
+  const int tile_end = vt.end;
+  auto tile_src = [&](int it, const SparseMlaCache*& c, int& pos0, int& len) { vt.src(p, it, c, pos0, len); };
 
   if (warp >= 8) {
     // ================= producer. Tile k's bytes are copied (cp.async, coalesced as the main
@@ -1969,14 +2004,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
           tile_src(it + 1, c1, q0, l1);
           id_next = load_id(*c1, t, q0 + pt, l1);
         }
-        int64_t off = -1, soff = -1;
-        if (id >= 0 && int64_t(id) < c->num_slots) {
-          const uint32_t page = uint32_t(id) / uint32_t(c->pbs);
-          const uint32_t row = uint32_t(id) - page * uint32_t(c->pbs);
-          const int64_t pbase = int64_t(page) * c->page_stride;
-          off = pbase + int64_t(row) * kRowBytes;
-          soff = pbase + int64_t(c->pbs) * kRowBytes + int64_t(row) * 8;
-        }
+        const SlotOffsets so = slot_offsets(*c, id);
+        const int64_t off = so.off, soff = so.soff;
         sOffP[b * BN + pt] = off;
         sValid[b * BN + pt] = off >= 0 ? 1 : 0;
         cp_async<8>(sScl + (b * BN + pt) * 8, c->base + (off >= 0 ? soff : 0), off >= 0);
@@ -2071,31 +2100,15 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   // Q rows -> registers -> shared memory: nope as fp16 (per-row power-of-two shift on the slow
   // path, as the main kernel), rope as bf16, all in the 128-byte swizzle.
   constexpr int kCT = 256;
-  constexpr int QN = M * (kD / 8) / kCT;
-  constexpr int kQRowsPerPass = kCT / (kD / 8);
-  const int q_r0 = tid / (kD / 8);
-  const uint4* qp = reinterpret_cast<const uint4*>(reinterpret_cast<const __nv_bfloat16*>(p.q) +
-                                                   int64_t(t) * p.q_stride_t + int64_t(h0 + q_r0) * p.q_stride_h) +
-                    tid % (kD / 8);
-  const int64_t q_step = int64_t(kQRowsPerPass) * p.q_stride_h / 8;
-  uint4 qv[QN];
-#pragma unroll
-  for (int i = 0; i < QN; ++i) {
-    qv[i] = make_uint4(0, 0, 0, 0);
-    if (h0 + q_r0 + i * kQRowsPerPass < p.H) qv[i] = __ldg(qp + i * q_step);
-  }
+  using QR = QRows<M>;
+  uint4 qv[QR::QN];
+  typename QR::Src(p, t, h0, tid).load(qv);
   const bool q_nope_col = (tid % (kD / 8)) < kDN / 8;
-  int q_odd = 0;
-#pragma unroll
-  for (int i = 0; i < QN; ++i) {
-    const uint32_t m = q_chunk_max(qv[i]);
-    q_odd |= q_nope_col && m != 0u && (m < 0x3c80u || m > 0x477fu);
-  }
-  const bool q_slow = nbar_or(kWsConsumers, kCT, q_odd != 0);
+  const bool q_slow = nbar_or(kWsConsumers, kCT, QR::odd(qv, q_nope_col) != 0);
   int q_shift[2] = {0, 0};  // warpgroup 0: its two S rows' Q shift
   if (q_slow) {
 #pragma unroll
-    for (int i = 0; i < QN; ++i) {
+    for (int i = 0; i < QR::QN; ++i) {
       const uint32_t m = __reduce_max_sync(0xffffffffu, q_nope_col ? q_chunk_max(qv[i]) : 0u);
       if (lane == 0) sQmax[((tid + i * kCT) / (kD / 8)) * 2 + (warp & 1)] = m;
     }
@@ -2106,8 +2119,10 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       q_shift[i] = q_row_shift(sQmax[row * 2], sQmax[row * 2 + 1]);
     }
   }
+  // (the main kernel's loop, inline there and here: as a shared function ptxas schedules both
+  // kernels differently, and their SASS is what the GPU tests measured)
 #pragma unroll
-  for (int i = 0; i < QN; ++i) {
+  for (int i = 0; i < QR::QN; ++i) {
     const int k = tid + i * kCT;
     const int r = k / (kD / 8);
     uint4 v = qv[i];
