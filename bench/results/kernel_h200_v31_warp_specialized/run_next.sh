@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Prepared in session 19 (not run: no device time left). v31d = the opt-in WS kernel with one bulk
-# copy per candidate row (.dev/s34/bulk_producer.patch, compile-checked, no spills).
+# copy per candidate row (next_bulk_producer.patch here, compile-checked, no spills).
 # Before running: mkdir -p .dev/s35/{base,bulk}; git archive HEAD | tar -x -C each;
-#   (cd .dev/s35/bulk && patch -p1 < ../../s34/bulk_producer.patch); carry [".dev/s35"]
+#   (cd .dev/s35/bulk && patch -p1 < ../../../bench/results/kernel_h200_v31_warp_specialized/next_bulk_producer.patch); carry [".dev/s35"]
 set -uo pipefail
 R=$OUT/r; mkdir -p $R; export PYTHONPATH=$PWD
 B=$PWD/.dev/s35/base; N=$PWD/.dev/s35/bulk
