@@ -241,6 +241,7 @@ def main() -> int:
             max_abs_err_out=stats["max_abs_err_out"],
             roofline_us=max(nbytes / copy_bw, flops / peak) * 1e6,
         )
+        row["plan"] = plan_label(shape)
         row["pct_roofline"] = 100 * row["roofline_us"] / row["ours_us"]
         row["eff_bw_gbs"] = nbytes / ours / 1e9
         row["tflops"] = flops / ours / 1e12
@@ -283,7 +284,7 @@ def main() -> int:
             for name, cfg in (
                 ("auto_first", ops.CONFIG_AUTO), ("large", ops.CONFIG_LARGE_SMEM), ("small", ops.CONFIG_SMALL_SMEM),
                 ("small16", ops.CONFIG_SMALL_SMEM_16), ("large16", ops.CONFIG_LARGE_SMEM_16),
-                ("large32", ops.CONFIG_LARGE_SMEM_32), ("auto_last", ops.CONFIG_AUTO),
+                ("large32", ops.CONFIG_LARGE_SMEM_32), ("large_ws", ops.CONFIG_LARGE_SMEM_WS), ("auto_last", ops.CONFIG_AUTO),
             ):  # fmt: skip
                 try:
                     row[f"{name}_us"] = graph_time(lambda s, c=cfg: ops.sparse_mla_decode_cfg(sm_scale=scale, config=c, **s), sets) * 1e6
@@ -317,6 +318,23 @@ def main() -> int:
     return 0
 
 
+def plan_label(shape: dict) -> str | None:
+    """The automatic plan of the shape as the library reports it, e.g. "large 64h x 64 s2 ws"
+    (layout, heads per CTA x tile, splits, warp-specialized / clustered); None from a library
+    that predates the plan query (an A/B's old side)."""
+    try:
+        p = ops.plan_info(shape["T"], shape["H"], shape["topk"], shape["extra"])
+    except (AttributeError, RuntimeError):
+        return None
+    name = {1: "large", 2: "small"}.get(int(p["config"]), str(p["config"]))
+    label = f"{name} {p['heads_per_cta']}h x {p['tile_n']} s{p['num_splits']}"
+    if p["warp_specialized"]:
+        label += " ws"
+    if int(p["cluster"]) > 1:
+        label += f" c{p['cluster']}"
+    return label
+
+
 def render_md(meta: dict, rows: list[dict]) -> str:
     lines = [
         f"# sparse-MLA decode benchmark: {meta['device']}",
@@ -326,12 +344,12 @@ def render_md(meta: dict, rows: list[dict]) -> str:
         f"- measured copy bandwidth {meta['copy_bandwidth_gbs']:.0f} GB/s, bf16 matmul {meta['bf16_matmul_tflops']:.0f} TFLOP/s (roofline uses these)",
         f"- {meta['timing']}",
         "",
-        "| kind | H | topk(valid) | extra | T | ours us | Triton us | x Triton | torch ref us | roofline us | % roofline | GB/s | TFLOP/s | ok |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| kind | H | topk(valid) | extra | T | plan | ours us | Triton us | x Triton | torch ref us | roofline us | % roofline | GB/s | TFLOP/s | ok |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
-            f"| {r['kind']} | {r['H']} | {r['topk']}({r['valid']}) | {r['extra']} | {r['T']} | {r['ours_us']:.1f} | "
+            f"| {r['kind']} | {r['H']} | {r['topk']}({r['valid']}) | {r['extra']} | {r['T']} | {r.get('plan') or '-'} | {r['ours_us']:.1f} | "
             f"{r.get('triton_us', float('nan')):.1f} | {r.get('speedup_vs_triton', float('nan')):.1f} | "
             f"{r.get('ref_us', float('nan')):.0f} | {r['roofline_us']:.1f} | {r['pct_roofline']:.0f} | "
             f"{r['eff_bw_gbs']:.0f} | {r['tflops']:.0f} | {'yes' if r['ok'] else 'NO'} |"
@@ -342,11 +360,11 @@ def render_md(meta: dict, rows: list[dict]) -> str:
             "Layout sweep (same graphs, layout forced, automatic split count; auto: the automatic plan timed "
             "in the sweep, the better of before and after the forced ones): us per call",
             ["auto", "large smem", "small smem", "small smem, 16 heads/CTA", "large smem, 16 heads/CTA",
-             "large smem, 32 heads/CTA"],
+             "large smem, 32 heads/CTA", "large smem, warp-specialized"],
             rows,
             lambda r: [
                 min(r.get("auto_first_us", r["ours_us"]), r.get("auto_last_us", r["ours_us"])),
-                *(r.get(f"{n}_us", nan) for n in ("large", "small", "small16", "large16", "large32")),
+                *(r.get(f"{n}_us", nan) for n in ("large", "small", "small16", "large16", "large32", "large_ws")),
             ],
         )
     if any("pred_then_ours_us" in r for r in rows):

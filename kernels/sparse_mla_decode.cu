@@ -293,7 +293,7 @@ __device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
 }
 // One arrival that also expects `bytes` of asynchronous copies in this phase.
 [[maybe_unused]] __device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, uint32_t bytes) {
-#if DSPARKCTL_CLUSTER_GATHER
+#if DSPARKCTL_MBAR
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
 #endif
 }
@@ -307,6 +307,16 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
         : "r"(smem_u32(bar)), "r"(parity)
         : "memory");
   } while (!done);
+#endif
+}
+// `bytes` (a multiple of 16, both addresses 16-byte aligned) from global to shared memory,
+// counted on the mbarrier at `bar` (v31d: one candidate row per copy).
+[[maybe_unused]] __device__ __forceinline__ void bulk_copy(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+#if DSPARKCTL_MBAR
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                   smem_u32(dst)),
+               "l"(src), "r"(bytes), "r"(smem_u32(bar))
+               : "memory");
 #endif
 }
 // One plain arrival (release, CTA scope): the v31 ring's producer and consumers.
@@ -1840,9 +1850,8 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
 }
 
 // ---------------------------------------------------------------- v31: warp-specialized 64 x 64 tiles (sm_90a)
-// Opt-in (-DDSPARKCTL_WS, sm_90 devices): not in the shipped builds until it wins the bench
-// everywhere it would run (kernels/NOTES.md v31); compiled only with the flag.
-#ifdef DSPARKCTL_WS
+// Run where the plan says so (sparse_mla_warp_specialized, v32: 128-head chains on Hopper) or
+// where a caller forces it (kConfigLargeWs); its body is compiled only where wgmma is (sm_90a).
 // The 64-head x 64-candidate tiles with the dequantization off the tensor cores' critical path
 // (v20-v30 ran it between the MMA phases: ~2,000 of a tile's ~9,000 cycles, plus ~1,000 for
 // the copy issue and barrier). Three warpgroups:
@@ -1881,8 +1890,8 @@ struct WsCfg {
   static constexpr int OFF_PMAX = OFF_QMAX + M * 8;        // uint32 [2][4]: producer warps' max scale byte
   static constexpr int OFF_POFF = OFF_PMAX + 32;           // int64 [2][BN]: the producer's row offsets
   static constexpr int OFF_PSCL = OFF_POFF + 2 * BN * 8;   // uint8 [2][BN][8]: scale bytes
-  static constexpr int OFF_BAR = OFF_PSCL + 2 * BN * 8;    // uint64 full[2], empty[2]
-  static constexpr int SMEM = OFF_BAR + 32;
+  static constexpr int OFF_BAR = OFF_PSCL + 2 * BN * 8;    // uint64 full[2], empty[2], raw[2]
+  static constexpr int SMEM = OFF_BAR + 48;
   static_assert(SMEM <= 227 * 1024, "fits the opt-in shared memory of a Hopper CTA");
   static_assert(OFF_KV % 1024 == 0 && OFF_P16 % 1024 == 0 && OFF_PHI % 1024 == 0 && OFF_PLO % 1024 == 0, "wgmma operands");
   static_assert(M * kORow * 4 <= OFF_P16, "the epilogue stages the fp32 rows over Q and the KV tiles");
@@ -1936,6 +1945,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   uint32_t* sPmax = reinterpret_cast<uint32_t*>(smem + W::OFF_PMAX);
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + W::OFF_BAR);
   uint64_t* empty = full + 2;
+  uint64_t* rawbar = full + 4;  // v31d: the bulk copies of a buffer's raw rows
   auto kv_tile = [&](int b) { return reinterpret_cast<__nv_bfloat16*>(smem + W::OFF_KV + b * W::TILE); };
 
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
@@ -1950,6 +1960,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     mbar_init(&full[1], 128);
     mbar_init(&empty[0], 256);
     mbar_init(&empty[1], 256);
+    mbar_init(&rawbar[0], 1);
+    mbar_init(&rawbar[1], 1);
   }
 #ifdef DSPARKCTL_TIMELINE
   if (tid == 0 && blockIdx.y * gridDim.x + blockIdx.x < kTlMaxCtas)
@@ -2012,6 +2024,21 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       }
       nbar_sync(kWsProducer, 128);  // the tile's row offsets
       uint8_t* dst = smem + W::OFF_KV + b * W::TILE;
+      if constexpr (VEC == 16) {
+        // v31d: one bulk copy per valid candidate row (576 contiguous bytes) into raw slot
+        // cand * 576 of the buffer, all counted on rawbar[b]; invalid rows are zeroed at conversion.
+        if (warp == 8) {
+          const uint32_t n = __popc(__ballot_sync(0xffffffffu, sValid[b * BN + lane] != 0)) +
+                             __popc(__ballot_sync(0xffffffffu, sValid[b * BN + 32 + lane] != 0));
+          if (lane == 0) mbar_expect_tx(&rawbar[b], n * uint32_t(kRowBytes));
+        }
+        if (pt < BN) {
+          const int64_t off = sOffP[b * BN + pt];
+          if (off >= 0) bulk_copy(dst + pt * kRowBytes, c->base + off, kRowBytes, &rawbar[b]);
+        }
+        cp_async_commit();
+        return;
+      }
       __nv_bfloat16* sKV = kv_tile(b);
       const int pl = tid_fresh() - 256;  // read anew: keeps ptxas from hoisting per-chunk offsets (spills)
 #pragma unroll
@@ -2034,6 +2061,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     auto convert = [&](int it) {
       const int b = (it - tile_begin) & 1;
       cp_async_wait_all();
+      if constexpr (VEC == 16) mbar_wait(&rawbar[b], uint32_t((it - tile_begin) >> 1) & 1u);
       nbar_sync(kWsProducer, 128);  // every thread's copies of the tile have landed
       DSPARKCTL_WS_TL(1);  // tile landed
       if (pt < BN) {
@@ -2052,12 +2080,33 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       __nv_bfloat16* sKV = kv_tile(b);
       const int pc = tid_fresh() - 256;
       uint4 raw[UPT][2];
+      uint4 rope[VEC == 16 ? BN * 8 / 128 : 1];
+      if constexpr (VEC == 16) {
+        // raw slot cand * 576: nope bytes 64 blk + 32 h (+16), rope piece q at 448 + 16 q
 #pragma unroll
-      for (int i = 0; i < UPT; ++i) {
-        const int u = pc + i * 128;
-        const uint8_t* src = base + (u >> 7) * 8192 + 4096 + ((u & 127) >> 1) * 64 + (u & 1) * 32;
-        raw[i][0] = *reinterpret_cast<const uint4*>(src);
-        raw[i][1] = *reinterpret_cast<const uint4*>(src + 16);
+        for (int i = 0; i < UPT; ++i) {
+          const int u = pc + i * 128;
+          const int cand = (u & 127) >> 1;
+          const uint8_t* src = base + cand * kRowBytes + (u >> 7) * 64 + (u & 1) * 32;
+          const bool ok = sValid[b * BN + cand] != 0;
+          raw[i][0] = ok ? *reinterpret_cast<const uint4*>(src) : make_uint4(0, 0, 0, 0);
+          raw[i][1] = ok ? *reinterpret_cast<const uint4*>(src + 16) : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int i = 0; i < BN * 8 / 128; ++i) {
+          const int r = pc + i * 128;
+          const bool ok = sValid[b * BN + (r >> 3)] != 0;
+          rope[i] = ok ? *reinterpret_cast<const uint4*>(base + (r >> 3) * kRowBytes + kDN + (r & 7) * 16)
+                       : make_uint4(0, 0, 0, 0);
+        }
+      } else {
+#pragma unroll
+        for (int i = 0; i < UPT; ++i) {
+          const int u = pc + i * 128;
+          const uint8_t* src = base + (u >> 7) * 8192 + 4096 + ((u & 127) >> 1) * 64 + (u & 1) * 32;
+          raw[i][0] = *reinterpret_cast<const uint4*>(src);
+          raw[i][1] = *reinterpret_cast<const uint4*>(src + 16);
+        }
       }
       nbar_sync(kWsProducer, 128);  // every raw byte read before a converted row overwrites it; the tile max
       const uint32_t maxb = max(sPmax[b * 4], sPmax[b * 4 + 1]);
@@ -2073,6 +2122,13 @@ __global__ void __launch_bounds__(kWsThreads, 1)
           *reinterpret_cast<uint4*>(sKV + sw128_off<BN>(cand, blk * 64 + h * 32 + 8 * q)) =
               make_uint4(fp8x2_to_f16x2(w0 & 0xffffu, mult), fp8x2_to_f16x2(w0 >> 16, mult),
                          fp8x2_to_f16x2(w1 & 0xffffu, mult), fp8x2_to_f16x2(w1 >> 16, mult));
+        }
+      }
+      if constexpr (VEC == 16) {
+#pragma unroll
+        for (int i = 0; i < BN * 8 / 128; ++i) {
+          const int r = pc + i * 128;
+          *reinterpret_cast<uint4*>(sKV + sw128_off<BN>(r >> 3, kDN + (r & 7) * 8)) = rope[i];
         }
       }
       if (pt == 0) sEtile[b] = int(maxb) - 127;
@@ -2351,7 +2407,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   __trap();  // launched only on sm_90 devices, whose build is sm_90a
 #endif
 }
-#endif  // DSPARKCTL_WS
 
 // ---------------------------------------------------------------- split combine
 // One block of G x 128 threads per (token, head), G in {1, 2, 4}: a thread owns 4 of the 512
@@ -2546,9 +2601,14 @@ constexpr int kMainPdl = 0;
 constexpr int kMainPdl = 1;
 #endif
 
-// v31: the 64 x 64 tiles by the warp-specialized kernel on sm_90 devices (A/B builds:
-// -DDSPARKCTL_WS).
-#ifdef DSPARKCTL_WS
+// -DDSPARKCTL_NO_WS: no warp-specialized kernel in plans (A/B builds; v31 / v32).
+#ifdef DSPARKCTL_NO_WS
+constexpr bool kWarpSpecialized = false;
+#else
+constexpr bool kWarpSpecialized = true;
+#endif
+
+// v31: the 64 x 64 tiles by the warp-specialized kernel (sm_90 devices, sm_90a code).
 template <int VEC>
 cudaError_t prepared_ws_kernel(void (**out)(const SparseMlaParams, int, int)) {
   auto kernel = sparse_mla_decode_ws_kernel<VEC>;
@@ -2565,7 +2625,6 @@ cudaError_t prepared_ws_kernel(void (**out)(const SparseMlaParams, int, int)) {
   *out = kernel;
   return cudaSuccess;
 }
-#endif  // DSPARKCTL_WS
 
 // smem_min: dynamic shared memory to ask for at least (sparse_mla_one_cta_per_sm's padding).
 template <int MT, int BN, int VEC>
@@ -2579,26 +2638,27 @@ cudaError_t launch_main(const SparseMlaParams& p, const SparseMlaPlan& plan, int
   const int cluster = kClusterLayout && plan.cluster == head_blocks ? plan.cluster : 1;
   void (*kernel)(const SparseMlaParams, int, int) = nullptr;
   cudaError_t e = cudaSuccess;
-  if constexpr (kClusterLayout) {
+  int threads = kThreads, smem = C::SMEM > smem_min ? C::SMEM : smem_min;
+  if (plan.warp_specialized) {
+    // only the 64-head x 64-candidate layout on an sm_90 device has this kernel (the plan
+    // sets it nowhere else; a hand-made plan that does is refused, not run on empty code)
+    if constexpr (MT == 4 && BN == 64) {
+      int device = 0;
+      e = cudaGetDevice(&device);
+      if (e != cudaSuccess) return e;
+      if (!kWarpSpecialized || device_info(device).major != 9) return cudaErrorInvalidValue;
+      e = prepared_ws_kernel<VEC>(&kernel);
+      threads = kWsThreads;
+      smem = WsCfg::SMEM;
+    } else {
+      return cudaErrorInvalidValue;
+    }
+  } else if constexpr (kClusterLayout) {
     e = cluster > 1 ? prepared_kernel<MT, BN, VEC, true>(&kernel) : prepared_kernel<MT, BN, VEC>(&kernel);
   } else {
     e = prepared_kernel<MT, BN, VEC>(&kernel);
   }
   if (e != cudaSuccess) return e;
-  int threads = kThreads, smem = C::SMEM > smem_min ? C::SMEM : smem_min;
-#ifdef DSPARKCTL_WS
-  if constexpr (MT == 4 && BN == 64) {
-    int device = 0;
-    e = cudaGetDevice(&device);
-    if (e != cudaSuccess) return e;
-    if (device_info(device).major == 9) {
-      e = prepared_ws_kernel<VEC>(&kernel);
-      if (e != cudaSuccess) return e;
-      threads = kWsThreads;
-      smem = WsCfg::SMEM;
-    }
-  }
-#endif
   // Programmatic dependent launch (v23): the CTAs may start under the previous kernel in the
   // stream; the kernel waits (griddepcontrol.wait) before its first global access.
   cudaLaunchConfig_t cfg = {};
@@ -2733,6 +2793,8 @@ SparseMlaPlanDevice plan_device(int device) {
   d.large_wgmma = large_fits && di.major == 9;
 #endif
   d.cluster_gather = kClusterGather && di.major == 9;
+  // v32: the warp-specialized kernel's code exists where the 64 x 64 tiles run wgmma
+  d.warp_specialized = kWarpSpecialized && d.large_wgmma && d.smem_optin >= WsCfg::SMEM;
   return d;
 }
 

@@ -110,7 +110,7 @@ std::tuple<at::Tensor, at::Tensor> run_cuda(
     int64_t num_splits) {
   check_common(q_in, kv, indices, topk_length, sink_in, ekv, eidx, elen);
   TORCH_CHECK(q_in.is_cuda(), "q must be on a CUDA device");
-  TORCH_CHECK(config >= 0 && config <= 5, "config must be 0, 1, 2, 3, 4 or 5");
+  TORCH_CHECK(config >= 0 && config <= 6, "config must be 0, 1, 2, 3, 4, 5 or 6");
   TORCH_CHECK(num_splits >= 0 && num_splits <= dsparkctl::kMaxSplits, "num_splits must be in 0..64");
   const c10::cuda::CUDAGuard guard(q_in.device());
   const int64_t T = q_in.size(0), H = q_in.size(1);
@@ -190,6 +190,23 @@ std::tuple<at::Tensor, at::Tensor> decode_cfg_meta(
   return decode_meta(q, kv, indices, topk_length, sink, ekv, eidx, elen, s, b);
 }
 
+// The plan a call of this shape gets on `device` (what the launch would run): [config,
+// heads per CTA, tile, splits, one CTA per SM, CTAs per cluster, warp-specialized]. For tests
+// that must know which kernel ran and for the bench's per-row record; no GPU work.
+std::vector<int64_t> plan_info(int64_t device, int64_t T, int64_t H, int64_t topk, int64_t extra_topk, int64_t config,
+                               int64_t num_splits) {
+  TORCH_CHECK(config >= 0 && config <= 6, "config must be 0, 1, 2, 3, 4, 5 or 6");
+  TORCH_CHECK(num_splits >= 0 && num_splits <= dsparkctl::kMaxSplits, "num_splits must be in 0..64");
+  dsparkctl::SparseMlaPlan plan;
+  const cudaError_t e = dsparkctl::sparse_mla_decode_plan(static_cast<int>(device), static_cast<int>(T),
+                                                          static_cast<int>(H), static_cast<int>(topk),
+                                                          static_cast<int>(extra_topk), static_cast<int>(config),
+                                                          static_cast<int>(num_splits), &plan);
+  TORCH_CHECK(e == cudaSuccess, "sparse_mla_decode plan failed: ", cudaGetErrorString(e));
+  return {plan.config, plan.heads_per_cta, plan.tile_n, plan.num_splits, plan.one_cta_per_sm ? 1 : 0, plan.cluster,
+          plan.warp_specialized ? 1 : 0};
+}
+
 }  // namespace
 
 TORCH_LIBRARY(dsparkctl, m) {
@@ -201,6 +218,8 @@ TORCH_LIBRARY(dsparkctl, m) {
       "sparse_mla_decode_cfg(Tensor q, Tensor kv_cache, Tensor indices, Tensor? topk_length, "
       "Tensor? attn_sink, Tensor? extra_kv_cache, Tensor? extra_indices, Tensor? extra_topk_length, "
       "float sm_scale, bool lse_base2_sink, int config, int num_splits) -> (Tensor out, Tensor lse)");
+  m.def("sparse_mla_decode_plan(int device, int T, int H, int topk, int extra_topk, int config, int num_splits) -> int[]",
+        &plan_info);
 }
 
 TORCH_LIBRARY_IMPL(dsparkctl, CUDA, m) {

@@ -14,9 +14,12 @@ namespace dsparkctl {
 // (more CTAs per token, each with a shorter tile chain: latency-bound calls such as T = 1);
 // LARGE16 is LARGE with 16 heads per CTA (64-candidate tiles, half the CTAs of SMALL16);
 // LARGE32 is LARGE with 32 heads per CTA at any H (twice the CTAs of a 64-head LARGE grid).
+// LARGE_WS is LARGE with 64 heads per CTA run by the warp-specialized kernel where the device
+// has it (sm_90a builds on Hopper; elsewhere plain LARGE): tests and sweeps force it with this.
 // AUTO picks from the shape and the device (kernels/NOTES.md).
 enum SparseMlaConfig : int {
-  kConfigAuto = 0, kConfigLarge = 1, kConfigSmall = 2, kConfigSmall16 = 3, kConfigLarge16 = 4, kConfigLarge32 = 5
+  kConfigAuto = 0, kConfigLarge = 1, kConfigSmall = 2, kConfigSmall16 = 3, kConfigLarge16 = 4, kConfigLarge32 = 5,
+  kConfigLargeWs = 6
 };
 
 struct SparseMlaPlan {
@@ -26,6 +29,7 @@ struct SparseMlaPlan {
   int num_splits = 1;  // 1: direct write, no workspace
   bool one_cta_per_sm = false;  // v23: pad the launch to half an SM's shared memory (sparse_mla_one_cta_per_sm)
   int cluster = 1;  // v27: head-block CTAs per cluster sharing each tile's copy (sparse_mla_cluster_gather)
+  bool warp_specialized = false;  // v32: the 64 x 64 tiles by the warp-specialized kernel (sparse_mla_warp_specialized)
 };
 
 constexpr int kMaxSplits = 64;
@@ -40,6 +44,7 @@ struct SparseMlaPlanDevice {
   int occ_small16 = 1, occ_small32 = 1, occ_large16 = 1, occ_large32 = 1, occ_large64 = 1;
   bool large_wgmma = false;  // the 64-head x 64-candidate tiles run wgmma (sm_90a builds on Hopper, v20 / v21)
   bool cluster_gather = false;  // multicast tile copies across a cluster (sm_90a builds on Hopper, v27)
+  bool warp_specialized = false;  // the warp-specialized 64 x 64 kernel fits and is built (sm_90a builds on Hopper, v32)
   int blocks_per_sm(int config, int heads) const {
     const int n = config == kConfigLarge ? (heads == 16 ? occ_large16 : (heads == 32 ? occ_large32 : occ_large64))
                                          : (heads == 16 ? occ_small16 : occ_small32);
@@ -135,14 +140,33 @@ inline int sparse_mla_cluster_gather(const SparseMlaPlanDevice& d, const SparseM
   return chain == 1 && 4 * ctas <= 3 * int64_t(d.sms) ? head_blocks : 1;
 }
 
+// v32: the 64-head x 64-candidate tiles by the warp-specialized kernel (a producer warpgroup
+// copies and converts each tile into one of two buffers while two consumer warpgroups run the
+// MMAs on the other; kernels/NOTES.md v31-v32) where the H200 same-call A/B had it ahead: the
+// token's rows shared by two or more head blocks (their CTAs meet each row in L2) and chains of
+// at least two tiles in every CTA. H200, bulk-copy producer vs the shipped kernel
+// (bench/results/kernel_h200_v31_warp_specialized/bulk_producer/): 128 heads +1024 T = 64 95.0
+// -> 85.1 us, T = 32 59.3 -> 55.3, T = 8 (chains of 2-3) 25.8 -> 25.1; +512 T = 64 56.4 -> 51.2,
+// T = 32 39.9 -> 38.3. Not taken where it was behind: 128 heads +512 T = 8 (chains of 1-2) +0.8,
+// and at 64 heads, where each CTA's rows come from DRAM and the producer's one tile of lead does
+// not hide the gather (decode +512 T = 64 +2.3 us, +1024 T = 8 +0.9; the DSpark verify rows, whose
+// tokens share the main window, were ahead: +512 T = 50 -2.2, a property of the data the plan
+// cannot see). `tiles_l`: 64-candidate tiles per token.
+inline bool sparse_mla_warp_specialized(const SparseMlaPlanDevice& d, const SparseMlaPlan& plan, int head_blocks,
+                                        int tiles_l) {
+  if (!d.warp_specialized || plan.config != kConfigLarge || plan.heads_per_cta != 64 || plan.tile_n != 64) return false;
+  return head_blocks >= 2 && tiles_l / plan.num_splits >= 2;
+}
+
 // The plan for one call: layout, heads per CTA, tile size, split count. false: bad arguments.
 inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int topk, int extra_topk, int config,
                                 int requested_splits, SparseMlaPlan* plan) {
   if (plan == nullptr || d.sms < 1 || T < 0 || H < 1 || H > 128 || topk < 1 || extra_topk < 0) return false;
   bool heads16 = config == kConfigSmall16 || config == kConfigLarge16;
   bool heads32 = config == kConfigLarge32;
+  const bool force_ws = config == kConfigLargeWs;
   if (config == kConfigSmall16) config = kConfigSmall;
-  if (config == kConfigLarge16 || config == kConfigLarge32) config = kConfigLarge;
+  if (config == kConfigLarge16 || config == kConfigLarge32 || config == kConfigLargeWs) config = kConfigLarge;
   // Tiles per token at the full topk (+ extra topk): 32-candidate (SMALL) and 64-candidate (LARGE).
   const int tiles_s = (topk + 31) / 32 + (extra_topk + 31) / 32;
   const int tiles_l = (topk + 63) / 64 + (extra_topk + 63) / 64;
@@ -221,13 +245,14 @@ inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int 
   }
   if (config != kConfigLarge && config != kConfigSmall) return false;
   plan->config = config;
-  plan->heads_per_cta = heads16 ? 16 : (heads32 ? 32 : sparse_mla_heads_per_cta(config, H));
+  plan->heads_per_cta = heads16 ? 16 : (heads32 ? 32 : (force_ws ? 64 : sparse_mla_heads_per_cta(config, H)));
   plan->tile_n = config == kConfigLarge ? 64 : 32;
   const int head_blocks = (H + plan->heads_per_cta - 1) / plan->heads_per_cta;
   plan->num_splits = requested_splits > 0 ? (requested_splits < kMaxSplits ? requested_splits : kMaxSplits)
                                           : auto_splits(d, *plan, T, head_blocks, config == kConfigLarge ? tiles_l : tiles_s);
   plan->one_cta_per_sm = sparse_mla_one_cta_per_sm(d, *plan, int64_t(T) * head_blocks * plan->num_splits);
   plan->cluster = sparse_mla_cluster_gather(d, *plan, T, head_blocks, tiles_l);
+  plan->warp_specialized = d.warp_specialized && plan->heads_per_cta == 64 && (force_ws || sparse_mla_warp_specialized(d, *plan, head_blocks, tiles_l));
   return true;
 }
 

@@ -78,13 +78,15 @@ def test_phase_timeline_harness_compiles(tmp_path: Path) -> None:
 
 
 def _ptxas_registers(out: str) -> dict[str, tuple[int, int]]:
-    """ptxas -v output -> {decode kernel '<MT,BN,VEC>': (registers, spill store bytes)}."""
+    """ptxas -v output -> {decode kernel '<MT,BN,VEC>' or warp-specialized 'ws<VEC>': (registers,
+    spill store bytes)}."""
     res: dict[str, tuple[int, int]] = {}
     name, spill = None, 0
     for line in out.splitlines():
         m = re.search(r"Compiling entry function '\S*sparse_mla_decode_kernelILi(\d+)ELi(\d+)ELi(\d+)E", line)
-        if m:
-            name, spill = f"<{m[1]},{m[2]},{m[3]}>", 0
+        w = re.search(r"Compiling entry function '\S*sparse_mla_decode_ws_kernelILi(\d+)E", line)
+        if m or w:
+            name, spill = (f"<{m[1]},{m[2]},{m[3]}>" if m else f"ws<{w[1]}>"), 0
             continue
         m = re.search(r"(\d+) bytes spill stores", line)
         if m and name:
@@ -122,36 +124,11 @@ def test_sm120_register_budget_build_on_hopper(tmp_path: Path) -> None:
     for b in regs.values():
         for k in [*small32, "<1,32,8>", "<1,32,16>"]:
             assert b[k][1] == 0, (k, b[k])  # no spills in the SMALL layouts (SM120's only ones)
-
-
-@pytest.mark.skipif(build.find_nvcc() is None, reason="nvcc not installed: cannot compile-check CUDA")
-def test_opt_in_warp_specialized_build(tmp_path: Path) -> None:
-    """v31's warp-specialized 64 x 64 kernel is opt-in (-DDSPARKCTL_WS, sm_90a; NOTES v31): the
-    flag build must compile it for both load widths without a spill (its warpgroups' setmaxnreg
-    budgets are what ptxas allocates each role to; a spill there was the first sign of a budget
-    too small), and the shipped build must not contain it."""
-    obj = tmp_path / "ws.o"
-    cmd = build.kernel_compile_command("sm_90a", obj, extra=["-DDSPARKCTL_WS"])
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out
-    ws: dict[str, int] = {}
-    name = None
-    for line in out.splitlines():
-        m = re.search(r"Compiling entry function '\S*sparse_mla_decode_ws_kernelILi(\d+)E", line)
-        if m:
-            name = m[1]
-            continue
-        m = re.search(r"(\d+) bytes spill stores", line)
-        if m and name:
-            ws[name] = int(m[1])
-            name = None
-    assert ws == {"8": 0, "16": 0}, ws
-    shipped = tmp_path / "shipped.o"
-    proc = subprocess.run(build.kernel_compile_command("sm_90a", shipped), capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert b"sparse_mla_decode_ws_kernel" not in shipped.read_bytes()
-    assert b"sparse_mla_decode_ws_kernel" in obj.read_bytes()
+    # v31 / v32: the warp-specialized 64 x 64 kernel (routed on Hopper) compiles for both load
+    # widths without a spill: its warpgroups' setmaxnreg budgets are what ptxas allocates each
+    # role to (384 threads x 168 registers), and a spill was the first sign of a budget too small
+    for v in (8, 16):
+        assert regs["hopper"][f"ws<{v}>"] == (168, 0), regs["hopper"][f"ws<{v}>"]
 
 
 @pytest.fixture(scope="module")
@@ -180,7 +157,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         text = (tmp_path / f"{k}.ptx").read_text()
         res[k] = {}
         for part in re.split(r"^(?:\.visible )?\.entry ", text, flags=re.M)[1:]:
-            m = re.match(r"\S*?(sparse_mla_(?:decode|combine)_kernelILi\d+ELi\d+(?:ELi\d+)?E)(Lb1E)?", part)
+            m = re.match(r"\S*?(sparse_mla_(?:decode|combine)_kernelILi\d+ELi\d+(?:ELi\d+)?E|sparse_mla_decode_ws_kernelILi\d+E)(Lb1E)?", part)
             assert m, part[:200]
             res[k][m[1] + ("+cluster" if m[2] else "")] = part  # v27's clustered instantiation
         assert len(res[k]) >= 10, (k, sorted(res[k]))
@@ -193,10 +170,20 @@ def test_wgmma_only_in_the_sm90a_64_candidate_tiles_of_32_and_64_heads(kernel_pt
     exist on SM120 / SM121, and every other layout must stay on the portable mma.sync path, so:
     wgmma and the async-proxy fence appear in exactly the four sm_90a <4,64,VEC> / <2,64,VEC>
     kernels, in no other kernel, and nowhere in sm_120a or in a -DDSPARKCTL_NO_WGMMA Hopper build;
-    stmatrix (sm_90+, the transposed tiles' P and output staging) likewise only in <2,64,VEC>."""
+    stmatrix (sm_90+, the transposed tiles' P and output staging) likewise only in <2,64,VEC>.
+    v31 / v32's warp-specialized kernel (also 64 x 64 tiles) runs wgmma and setmaxnreg on sm_90a
+    only; elsewhere it is a trapping stub that no plan launches."""
     hopper = kernel_ptx["sm_90a"]
     with_wgmma = {name for name, body in hopper.items() if "wgmma.mma_async" in body}
-    assert with_wgmma == {f"sparse_mla_decode_kernelILi{m}ELi64ELi{v}E" for m in (2, 4) for v in (8, 16)}, sorted(with_wgmma)
+    ws = {f"sparse_mla_decode_ws_kernelILi{v}E" for v in (8, 16)}
+    expected = {f"sparse_mla_decode_kernelILi{m}ELi64ELi{v}E" for m in (2, 4) for v in (8, 16)} | ws
+    assert with_wgmma == expected, sorted(with_wgmma)
+    for name in ws:
+        assert hopper[name].count("setmaxnreg") == 3 and "fence.proxy.async.shared::cta" in hopper[name], name
+    assert not [n for n, b in hopper.items() if "setmaxnreg" in b and n not in ws]
+    for k in ("sm_120a", "sm_90a_no_wgmma"):
+        for name in ws:
+            assert "trap;" in kernel_ptx[k][name] and "setmaxnreg" not in kernel_ptx[k][name], (k, name)
     for v in (8, 16):
         body = hopper[f"sparse_mla_decode_kernelILi4ELi64ELi{v}E"]
         # S: 28 fp16 nope + 4 bf16 rope k-steps; P.V (4 k-steps of 16 candidates): warpgroup 0
@@ -214,7 +201,7 @@ def test_wgmma_only_in_the_sm90a_64_candidate_tiles_of_32_and_64_heads(kernel_pt
         assert body.count("p, 1, 1, 1, 0;") == 9 * 10 and body.count("p, 1, 1, 0, 0;") == 32, v
         assert "fence.proxy.async.shared::cta" in body and "stmatrix.sync.aligned.m8n8.x4.trans" in body, v
     for name, body in hopper.items():
-        if name not in with_wgmma or "ILi4E" in name:
+        if name not in with_wgmma or "ILi4E" in name or name in ws:
             assert "stmatrix" not in body, name
     for k in ("sm_120a", "sm_90a_no_wgmma"):
         for name, body in kernel_ptx[k].items():
@@ -224,12 +211,20 @@ def test_wgmma_only_in_the_sm90a_64_candidate_tiles_of_32_and_64_heads(kernel_pt
 def test_multicast_copies_only_in_the_sm90a_cluster_kernel(kernel_ptx: dict[str, dict[str, str]]) -> None:
     """v27: the multicast bulk copies, mbarriers and cluster barriers of the head-block clusters
     live in one sm_90a instantiation (16 heads x 64 candidates, 16-byte path); every other kernel
-    keeps the plain per-CTA cp.async gather, and SM120 / SM121 get none of it."""
+    keeps the plain per-CTA cp.async gather, and SM120 / SM121 get none of it. (The sm_90a
+    warp-specialized kernel has mbarriers of its own, its producer / consumer ring, and bulk copies
+    into its own CTA on the 16-byte path: no multicast, no cluster barrier.)"""
     cluster_ops = ("multicast::cluster", "mbarrier.try_wait", "barrier.cluster")
+    ws = {"sparse_mla_decode_ws_kernelILi8E", "sparse_mla_decode_ws_kernelILi16E"}
     for target, kernels in kernel_ptx.items():
-        with_ops = {name for name, body in kernels.items() if any(op in body for op in cluster_ops)}
+        with_ops = {name for name, body in kernels.items() if any(op in body for op in cluster_ops) and name not in ws}
         expected = {"sparse_mla_decode_kernelILi1ELi64ELi16E+cluster"} if target.startswith("sm_90a") else set()
         assert with_ops == expected, (target, sorted(with_ops))
+        for name in ws:
+            body = kernels[name]
+            assert "multicast" not in body and "barrier.cluster" not in body, (target, name)
+            assert ("mbarrier.try_wait" in body) == (target == "sm_90a"), (target, name)
+    assert "cp.async.bulk.shared::cluster.global" in kernel_ptx["sm_90a"]["sparse_mla_decode_ws_kernelILi16E"]
     body = kernel_ptx["sm_90a"]["sparse_mla_decode_kernelILi1ELi64ELi16E+cluster"]
     assert all(op in body for op in cluster_ops)
     # the mbarrier is initialised, and published to the peers, before any copy can land in it
@@ -244,6 +239,9 @@ def test_no_global_access_before_the_grid_dependency_wait(kernel_ptx: dict[str, 
     global_access = re.compile(r"\b(?:ld|st|atom|red)\.global|\bcp\.async\.|\bld\.global\.nc|\bprefetch\.global")
     for target, kernels in kernel_ptx.items():
         for name, body in kernels.items():
+            if "ws_kernel" in name and target != "sm_90a":  # the trapping stub: no access at all
+                assert "trap;" in body and not global_access.search(body), (target, name)
+                continue
             assert body.count("griddepcontrol.wait") == 1, (target, name)
             head = body[: body.index("griddepcontrol.wait")]
             hits = global_access.findall(head)

@@ -35,9 +35,10 @@ def _library() -> None:
     ops.load()
 
 
-_LARGE_CONFIGS = (ops.CONFIG_LARGE_SMEM, ops.CONFIG_LARGE_SMEM_16, ops.CONFIG_LARGE_SMEM_32)
+_LARGE_CONFIGS = (ops.CONFIG_LARGE_SMEM, ops.CONFIG_LARGE_SMEM_16, ops.CONFIG_LARGE_SMEM_32, ops.CONFIG_LARGE_SMEM_WS)
 _FORCED_CONFIGS = (
-    ops.CONFIG_LARGE_SMEM, ops.CONFIG_SMALL_SMEM, ops.CONFIG_SMALL_SMEM_16, ops.CONFIG_LARGE_SMEM_16, ops.CONFIG_LARGE_SMEM_32
+    ops.CONFIG_LARGE_SMEM, ops.CONFIG_SMALL_SMEM, ops.CONFIG_SMALL_SMEM_16, ops.CONFIG_LARGE_SMEM_16, ops.CONFIG_LARGE_SMEM_32,
+    ops.CONFIG_LARGE_SMEM_WS,
 )
 _fits: dict[int, bool] = {}
 
@@ -187,13 +188,14 @@ def test_axis_cases_cover_every_value() -> None:
     "config",
     [
         ops.CONFIG_AUTO, ops.CONFIG_SMALL_SMEM, ops.CONFIG_SMALL_SMEM_16, ops.CONFIG_LARGE_SMEM, ops.CONFIG_LARGE_SMEM_16,
-        ops.CONFIG_LARGE_SMEM_32,
+        ops.CONFIG_LARGE_SMEM_32, ops.CONFIG_LARGE_SMEM_WS,
     ],
-    ids=["auto", "small", "small16", "large", "large16", "large32"],
+    ids=["auto", "small", "small16", "large", "large16", "large32", "large_ws"],
 )
 def test_matches_reference(case: Case, config: int) -> None:
     """Every case at every layout: the automatic plan alone would leave some tile shapes
-    (on Hopper, the wgmma 64 x 64 tiles) reached by only a few cases."""
+    (on Hopper, the wgmma 64 x 64 tiles and the warp-specialized kernel) reached by only a few
+    cases. large_ws runs 64 heads per CTA at every head count (padded below 64)."""
     if config in (ops.CONFIG_SMALL_SMEM_16, ops.CONFIG_LARGE_SMEM_16) and case.h <= 16:
         pytest.skip("a 16-head layout equals its 64-head one at <= 16 heads")
     if config == ops.CONFIG_LARGE_SMEM_32 and case.h <= 32:
@@ -226,6 +228,26 @@ def test_decode_t1_automatic_plan(heads: int, extra: tuple[int, int]) -> None:
         _check(args, out32, lse32)
         if heads == 128 and extra[0] == 1024:  # v26b: the automatic plan's layout on Hopper
             assert torch.equal(out, out32) and torch.equal(lse, lse32)
+
+
+def test_plan_routes_the_warp_specialized_kernel() -> None:
+    """v32: the plan the library reports takes the warp-specialized kernel for 128-head chains on
+    Hopper only (kernels/sparse_mla_plan.h; the CPU plan tests pin the rule), config 6 forces it
+    there, and a routed call matches the reference (out and lse) at a bench shape: 128 heads,
+    topk 128 + 1024 extra, T = 64, one split, 18 tiles per CTA."""
+    hopper = torch.cuda.get_device_capability()[0] == 9
+    routed = ops.plan_info(64, 128, 128, 1024)
+    assert routed["warp_specialized"] == hopper, routed
+    assert not ops.plan_info(64, 64, 128, 1024)["warp_specialized"]  # one head block: not taken
+    assert not ops.plan_info(8, 128, 128, 512)["warp_specialized"]  # chains of 1-2: not taken
+    if _fits_large(ops.CONFIG_LARGE_SMEM_WS):
+        forced = ops.plan_info(3, 8, 64, 0, config=ops.CONFIG_LARGE_SMEM_WS)
+        assert (forced["heads_per_cta"], forced["warp_specialized"]) == (64, hopper), forced
+    with pytest.raises(ValueError, match="config must be"):
+        ops.plan_info(1, 8, 64, config=7)
+    args = _inputs(Case(t=64, h=128, topk=128, pbs=64, extra=(1024, 64), sink=True, seed=77))
+    out, lse = ops.sparse_mla_decode(**args)
+    _check(args, out, lse)
 
 
 def test_dspark_valid_length() -> None:
@@ -646,7 +668,7 @@ def test_sanitizer_subset(case: Case) -> None:
     for config, splits in (
         (ops.CONFIG_AUTO, 0), (ops.CONFIG_SMALL_SMEM, 3), (ops.CONFIG_LARGE_SMEM, 1), (ops.CONFIG_SMALL_SMEM_16, 20),
         (ops.CONFIG_SMALL_SMEM_16, 36),  # the 10-load combine batch (33-40 splits)
-        (ops.CONFIG_LARGE_SMEM_16, 2), (ops.CONFIG_LARGE_SMEM_32, 4),
+        (ops.CONFIG_LARGE_SMEM_16, 2), (ops.CONFIG_LARGE_SMEM_32, 4), (ops.CONFIG_LARGE_SMEM_WS, 2),
     ):  # fmt: skip
         if config in _LARGE_CONFIGS and not _fits_large(config):
             continue

@@ -15,15 +15,16 @@ import pytest
 from dsparkctl.kernel import build
 
 ROOT = Path(__file__).resolve().parent.parent
-AUTO, LARGE, SMALL, SMALL16, LARGE16, LARGE32 = 0, 1, 2, 3, 4, 5
+AUTO, LARGE, SMALL, SMALL16, LARGE16, LARGE32, LARGE_WS = 0, 1, 2, 3, 4, 5, 6
 
 # Device facts. Shared memory of a 64-head LARGE CTA and a 16-head one (Cfg<4, 64>::SMEM,
 # Cfg<1, 64>::SMEM when this was written); only which side of the opt-in limit they fall on
 # matters to the plan.
 SMEM_LARGE, SMEM_LARGE16 = 202_240, 131_200
-H200 = dict(sms=132, optin=232_448, occ=(2, 2, 1, 1, 1), wgmma=1, cluster=1)  # SMALL 2 per SM, LARGE 1; sm_90a
-H200_NO_WGMMA = dict(H200, wgmma=0)  # a -DDSPARKCTL_NO_WGMMA build
-SM120 = dict(sms=188, optin=101_376, occ=(1, 1, 0, 0, 0), wgmma=0, cluster=0)  # RTX PRO 6000: SMALL only, 1 per SM
+H200 = dict(sms=132, optin=232_448, occ=(2, 2, 1, 1, 1), wgmma=1, cluster=1, ws=1)  # SMALL 2 per SM, LARGE 1; sm_90a
+H200_NO_WGMMA = dict(H200, wgmma=0, ws=0)  # a -DDSPARKCTL_NO_WGMMA build (the WS kernel needs wgmma)
+H200_NO_WS = dict(H200, ws=0)  # a -DDSPARKCTL_NO_WS build
+SM120 = dict(sms=188, optin=101_376, occ=(1, 1, 0, 0, 0), wgmma=0, cluster=0, ws=0)  # RTX PRO 6000: SMALL only, 1 per SM
 
 
 @pytest.fixture(scope="module")
@@ -40,10 +41,11 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def launches(exe: Path, dev: dict, cases: list[tuple[int, int, int, int, int, int]]) -> list[tuple[int, ...] | None]:
     """cases: (T, H, topk, extra_topk, config, requested_splits) -> (config, heads, tile, splits,
-    one CTA per SM forced at launch, CTAs per cluster)."""
+    one CTA per SM forced at launch, CTAs per cluster, warp-specialized kernel)."""
     occ = " ".join(map(str, dev["occ"]))
     lines = [
-        f"{dev['sms']} {dev['optin']} {SMEM_LARGE} {SMEM_LARGE16} {occ} {dev['wgmma']} {dev['cluster']} " + " ".join(map(str, c))
+        f"{dev['sms']} {dev['optin']} {SMEM_LARGE} {SMEM_LARGE16} {occ} {dev['wgmma']} {dev['cluster']} {dev['ws']} "
+        + " ".join(map(str, c))
         for c in cases
     ]
     out = subprocess.run([str(exe)], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True).stdout
@@ -134,7 +136,7 @@ def test_one_cta_per_sm_forcing(harness: Path) -> None:
     got = launches(harness, H200, [(*s, AUTO, 0) for s in shapes])
     for (t, h, _k, _e), r in zip(shapes, got, strict=True):
         assert r is not None
-        config, heads, _tile, splits, forced, _cluster = r
+        config, heads, _tile, splits, forced, _cluster, _ws = r
         ctas = t * -(-h // heads) * splits
         assert forced == int(config == SMALL and ctas <= H200["sms"]), ((t, h), r, ctas)
     assert {s for s, r in zip(shapes, got, strict=True) if r[4]} == {
@@ -142,7 +144,7 @@ def test_one_cta_per_sm_forcing(harness: Path) -> None:
     }
     # a 100-CTA SMALL grid (DSpark T = 50 forced to SMALL, no split; before v26 the automatic
     # plan of a build without wgmma) is padded too
-    assert launches(harness, H200_NO_WGMMA, [(50, 64, 192, 0, SMALL, 1)]) == [(SMALL, 32, 32, 1, 1, 1)]
+    assert launches(harness, H200_NO_WGMMA, [(50, 64, 192, 0, SMALL, 1)]) == [(SMALL, 32, 32, 1, 1, 1, 0)]
     # a forced SMALL16 grid of 8 x 2 x 16 splits = 256 CTAs (T = 8 H = 32 +1024): more than one per SM, not padded
     assert launches(harness, H200, [(8, 32, 128, 1024, SMALL16, 0)])[0][4] == 0
     # SM120: one CTA per SM by shared memory already; never padded
@@ -223,3 +225,32 @@ def test_cluster_gather_only_for_single_tile_16_head_large_ctas(harness: Path) -
     assert [r[5] for r in launches(harness, H200, forced)] == [8, 1, 4, 1, 4, 8, 1, 1]
     assert [r[5] for r in launches(harness, SM120, [(*s, AUTO, 0) for s in shapes])] == [1] * len(shapes)
     assert [r[5] for r in launches(harness, dict(H200, cluster=0), [(*s, AUTO, 0) for s in shapes])] == [1] * len(shapes)
+
+
+def test_warp_specialized_kernel_only_for_shared_rows_and_chains(harness: Path) -> None:
+    """v32: the warp-specialized 64 x 64 kernel where the H200 same-call A/B had it ahead: two or
+    more head blocks per token (their CTAs share each row through L2) and chains of >= 2 tiles in
+    every CTA. Behind, so not taken: 128 heads +512 T = 8 (10 tiles over 8 splits: chains of 1-2)
+    and every 64-head plan (one head block); never without the kernel (builds without wgmma or
+    with -DDSPARKCTL_NO_WS, SM120). The layouts themselves are unchanged (H200_AUTO)."""
+    shapes = [(t, 128, 128, e) for e in (512, 1024) for t in (1, 8, 32, 64)]
+    shapes += [(t, 64, 128, e) for e in (512, 1024) for t in (8, 32, 64)] + [(25, 64, 192, 512), (50, 64, 192, 512)]
+    got = dict(zip(shapes, launches(harness, H200, [(*s, AUTO, 0) for s in shapes]), strict=True))
+    ws = {s for s, r in got.items() if r[6]}
+    assert ws == {(32, 128, 128, 512), (64, 128, 128, 512), (8, 128, 128, 1024), (32, 128, 128, 1024), (64, 128, 128, 1024)}
+    assert all(got[s][:3] == (LARGE, 64, 64) for s in ws)
+    # the rule reads the plan it is given: 128 heads +512 T = 8 is 64-head LARGE too, with 8 splits
+    assert got[(8, 128, 128, 512)][:4] == (LARGE, 64, 64, 8)
+    for dev in (H200_NO_WS, H200_NO_WGMMA, SM120):
+        assert not any(r[6] for r in launches(harness, dev, [(*s, AUTO, 0) for s in shapes])), dev
+    # without it the plans are the same otherwise
+    assert [r[:6] for r in launches(harness, H200_NO_WS, [(*s, AUTO, 0) for s in shapes])] == [got[s][:6] for s in shapes]
+    # forced (config 6): 64 heads per CTA at any head count, the automatic split count of LARGE,
+    # the warp-specialized kernel wherever the device has it, plain 64-head LARGE elsewhere
+    forced = [(1, 8, 64, 0, LARGE_WS, 0), (5, 64, 192, 512, LARGE_WS, 3), (64, 128, 128, 512, LARGE_WS, 10)]
+    assert launches(harness, H200, forced) == [
+        (LARGE, 64, 64, 1, 0, 1, 1), (LARGE, 64, 64, 3, 0, 1, 1), (LARGE, 64, 64, 10, 0, 1, 1)
+    ]
+    assert [r[6] for r in launches(harness, H200_NO_WS, forced)] == [0, 0, 0]
+    assert [r[:3] for r in launches(harness, H200_NO_WS, forced)] == [(LARGE, 64, 64)] * 3
+    assert [r[6] for r in launches(harness, SM120, forced)] == [0, 0, 0]

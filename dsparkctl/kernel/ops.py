@@ -31,11 +31,26 @@ ENV_SO = "DSPARKCTL_KERNEL_SO"
 # Layout configurations accepted by the testing op ``sparse_mla_decode_cfg``; SMALL_SMEM_16 is
 # the small-smem layout with 16 heads per CTA at any head count (what AUTO takes for
 # latency-bound calls such as T = 1); LARGE_SMEM_16 / LARGE_SMEM_32 the large-smem layout
-# (64-candidate tiles) with 16 / 32 heads per CTA at any head count.
+# (64-candidate tiles) with 16 / 32 heads per CTA at any head count; LARGE_SMEM_WS the
+# large-smem layout with 64 heads per CTA run by the warp-specialized kernel where the GPU has
+# it (Hopper, sm_90a build; elsewhere the plain large-smem kernel).
 CONFIG_AUTO, CONFIG_LARGE_SMEM, CONFIG_SMALL_SMEM, CONFIG_SMALL_SMEM_16, CONFIG_LARGE_SMEM_16, CONFIG_LARGE_SMEM_32 = (
     0, 1, 2, 3, 4, 5
 )
-CONFIGS = (CONFIG_AUTO, CONFIG_LARGE_SMEM, CONFIG_SMALL_SMEM, CONFIG_SMALL_SMEM_16, CONFIG_LARGE_SMEM_16, CONFIG_LARGE_SMEM_32)
+CONFIG_LARGE_SMEM_WS = 6
+CONFIGS = (
+    CONFIG_AUTO,
+    CONFIG_LARGE_SMEM,
+    CONFIG_SMALL_SMEM,
+    CONFIG_SMALL_SMEM_16,
+    CONFIG_LARGE_SMEM_16,
+    CONFIG_LARGE_SMEM_32,
+    CONFIG_LARGE_SMEM_WS,
+)
+_CONFIG_HELP = (
+    "config must be 0 (auto), 1 (large smem), 2 (small smem), 3 (small smem, 16 heads per CTA), "
+    "4 (large smem, 16 heads per CTA), 5 (large smem, 32 heads per CTA) or 6 (large smem, warp-specialized)"
+)
 MAX_HEADS = 128
 MAX_SPLITS = 64
 
@@ -259,6 +274,43 @@ def sparse_mla_decode(
     )
 
 
+def _check_config(config: int, num_splits: int) -> None:
+    if config not in CONFIGS:
+        raise ValueError(f"{_CONFIG_HELP}, got {config}")
+    if not 0 <= num_splits <= MAX_SPLITS:
+        raise ValueError(f"num_splits must be in 0..{MAX_SPLITS}, got {num_splits}")
+
+
+def plan_info(
+    tokens: int,
+    heads: int,
+    topk: int,
+    extra_topk: int = 0,
+    *,
+    config: int = CONFIG_AUTO,
+    num_splits: int = 0,
+    device: int | None = None,
+) -> dict[str, int | bool]:
+    """The launch plan the kernel library picks for a call of this shape on a CUDA device.
+
+    Tests use it to know which kernel a case ran (the warp-specialized one is chosen by the
+    plan, not by the caller); the bench records it per row. Needs the library and a GPU.
+    """
+    import torch
+
+    _check_config(config, num_splits)
+    if not 1 <= heads <= MAX_HEADS or topk < 1 or extra_topk < 0 or tokens < 0:
+        raise ValueError(
+            f"need 1 <= heads <= {MAX_HEADS}, topk >= 1, extra_topk >= 0, tokens >= 0; "
+            f"got heads={heads}, topk={topk}, extra_topk={extra_topk}, tokens={tokens}"
+        )
+    _op()
+    dev = torch.cuda.current_device() if device is None else int(device)
+    r = torch.ops.dsparkctl.sparse_mla_decode_plan(dev, tokens, heads, topk, extra_topk, config, num_splits)
+    keys = ("config", "heads_per_cta", "tile_n", "num_splits", "one_cta_per_sm", "cluster", "warp_specialized")
+    return {k: (bool(v) if k in ("one_cta_per_sm", "warp_specialized") else int(v)) for k, v in zip(keys, r, strict=True)}
+
+
 def sparse_mla_decode_cfg(
     q: torch.Tensor,
     kv_cache: torch.Tensor,
@@ -281,13 +333,7 @@ def sparse_mla_decode_cfg(
     """
     import torch
 
-    if config not in CONFIGS:
-        raise ValueError(
-            "config must be 0 (auto), 1 (large smem), 2 (small smem), 3 (small smem, 16 heads per CTA), "
-            f"4 (large smem, 16 heads per CTA) or 5 (large smem, 32 heads per CTA), got {config}"
-        )
-    if not 0 <= num_splits <= MAX_SPLITS:
-        raise ValueError(f"num_splits must be in 0..{MAX_SPLITS}, got {num_splits}")
+    _check_config(config, num_splits)
     validate(
         q,
         kv_cache,
