@@ -333,6 +333,11 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
 [[maybe_unused]] __device__ __forceinline__ void nbar_arrive(int id, int n) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory");
 }
+// Every thread of the CTA, reached from different code (a warp-specialized kernel's roles): the
+// non-aligned form, which PTX allows in divergent code (bar.sync / __syncthreads() is .aligned).
+[[maybe_unused]] __device__ __forceinline__ void cta_sync_divergent() {
+  asm volatile("barrier.sync 0;\n" ::: "memory");
+}
 // OR of `v` over the n threads of named barrier `id` (every one of them waits).
 [[maybe_unused]] __device__ __forceinline__ bool nbar_or(int id, int n, bool v) {
   uint32_t r;
@@ -2148,6 +2153,12 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     }
     if (tile_begin < tile_end) convert(tile_end - 1);
     DSPARKCTL_WS_TL_STORE(pt == 0, 13, 4)
+    // the consumers' epilogue barriers are whole-CTA ones: the producer takes part, idle (v32:
+    // with 256-thread named barriers there, racecheck reported the staging writes against the
+    // read-back behind them, a few hazards a run in different places each run, even on a barrier
+    // id of their own; whole-CTA barriers leave nothing to model)
+    cta_sync_divergent();
+    cta_sync_divergent();
     return;
   }
 
@@ -2377,7 +2388,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     DSPARKCTL_WS_TL_STORE(tid == 128, 11, 2)
   }
   // ---- epilogue: both warpgroups' last P.V are done with Q / KV, the factors are in sFact
-  nbar_sync(kWsConsumers, kCT);
+  cta_sync_divergent();
   float* sOut = reinterpret_cast<float*>(smem + W::OFF_Q);  // [M][kORow] fp32
   const Pow2Pair v_exp(e_run);
 #pragma unroll
@@ -2392,7 +2403,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       *reinterpret_cast<float2*>(srow + wg * 256 + jj * 8) = make_float2(o[jj][2 * i] * g, o[jj][2 * i + 1] * g);
     }
   }
-  nbar_sync(kWsConsumers, kCT);
+  cta_sync_divergent();
   ws_write_rows<M, kCT>(p, sOut, t, h0, split, num_splits, tid);
 #ifdef DSPARKCTL_TIMELINE
   if (tid == 0 && blockIdx.y * gridDim.x + blockIdx.x < kTlMaxCtas) {
