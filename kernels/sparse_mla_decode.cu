@@ -1860,10 +1860,11 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
 // The 64-head x 64-candidate tiles with the dequantization off the tensor cores' critical path
 // (v20-v30 ran it between the MMA phases: ~2,000 of a tile's ~9,000 cycles, plus ~1,000 for
 // the copy issue and barrier). Three warpgroups:
-//  - warpgroup 2, the producer: loads each tile's FP8 rows straight into registers (no raw
-//    staging buffer: its 37 KB is what lets two dequantized tiles fit), converts them (nope
-//    fp16 scaled to the tile's largest scale, rope bf16 as is) into one of two KV buffers, and
-//    loads tile i+1's raw bytes while the consumers still work on tile i-1.
+//  - warpgroup 2, the producer: copies each tile's raw rows into the KV buffer it will occupy
+//    (no separate raw staging buffer: its 37 KB is what lets two dequantized tiles fit; on the
+//    16-byte path one bulk copy per row, v32), converts them there in place (nope fp16 scaled
+//    to the tile's largest scale, rope bf16 as is), and copies tile i+1 while the consumers
+//    still work on tile i-1.
 //  - warpgroup 0: S = Q K^T (64 x 64, wgmma), the softmax, P to shared memory, then O's dims
 //    0-255 (nope) += P V.
 //  - warpgroup 1: O's dims 256-447 (nope) and 448-511 (rope, P hi + lo) += P V, while
