@@ -8,10 +8,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests"))
-import torch  # noqa: E402
+import test_kernel_gpu as g
+import torch
 
-import test_kernel_gpu as g  # noqa: E402
-from dsparkctl.kernel import ops  # noqa: E402
+from dsparkctl.kernel import ops
 
 ops.load()
 cases = [
