@@ -102,6 +102,12 @@ dsparkctl::SparseMlaCache make_cache(const at::Tensor& c, const at::Tensor& idx2
   return m;
 }
 
+// The testing op's and the plan query's layout / split arguments.
+void check_plan_args(int64_t config, int64_t num_splits) {
+  TORCH_CHECK(config >= 0 && config <= 6, "config must be 0, 1, 2, 3, 4, 5 or 6");
+  TORCH_CHECK(num_splits >= 0 && num_splits <= dsparkctl::kMaxSplits, "num_splits must be in 0..64");
+}
+
 std::tuple<at::Tensor, at::Tensor> run_cuda(
     const at::Tensor& q_in, const at::Tensor& kv, const at::Tensor& indices,
     const c10::optional<at::Tensor>& topk_length, const c10::optional<at::Tensor>& sink_in,
@@ -110,8 +116,7 @@ std::tuple<at::Tensor, at::Tensor> run_cuda(
     int64_t num_splits) {
   check_common(q_in, kv, indices, topk_length, sink_in, ekv, eidx, elen);
   TORCH_CHECK(q_in.is_cuda(), "q must be on a CUDA device");
-  TORCH_CHECK(config >= 0 && config <= 6, "config must be 0, 1, 2, 3, 4, 5 or 6");
-  TORCH_CHECK(num_splits >= 0 && num_splits <= dsparkctl::kMaxSplits, "num_splits must be in 0..64");
+  check_plan_args(config, num_splits);
   const c10::cuda::CUDAGuard guard(q_in.device());
   const int64_t T = q_in.size(0), H = q_in.size(1);
   // 16-byte loads of q need 16-byte aligned rows.
@@ -195,8 +200,7 @@ std::tuple<at::Tensor, at::Tensor> decode_cfg_meta(
 // that must know which kernel ran and for the bench's per-row record; no GPU work.
 std::vector<int64_t> plan_info(int64_t device, int64_t T, int64_t H, int64_t topk, int64_t extra_topk, int64_t config,
                                int64_t num_splits) {
-  TORCH_CHECK(config >= 0 && config <= 6, "config must be 0, 1, 2, 3, 4, 5 or 6");
-  TORCH_CHECK(num_splits >= 0 && num_splits <= dsparkctl::kMaxSplits, "num_splits must be in 0..64");
+  check_plan_args(config, num_splits);
   dsparkctl::SparseMlaPlan plan;
   const cudaError_t e = dsparkctl::sparse_mla_decode_plan(static_cast<int>(device), static_cast<int>(T),
                                                           static_cast<int>(H), static_cast<int>(topk),

@@ -252,7 +252,7 @@ inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int 
                                           : auto_splits(d, *plan, T, head_blocks, config == kConfigLarge ? tiles_l : tiles_s);
   plan->one_cta_per_sm = sparse_mla_one_cta_per_sm(d, *plan, int64_t(T) * head_blocks * plan->num_splits);
   plan->cluster = sparse_mla_cluster_gather(d, *plan, T, head_blocks, tiles_l);
-  plan->warp_specialized = d.warp_specialized && plan->heads_per_cta == 64 && (force_ws || sparse_mla_warp_specialized(d, *plan, head_blocks, tiles_l));
+  plan->warp_specialized = force_ws ? d.warp_specialized : sparse_mla_warp_specialized(d, *plan, head_blocks, tiles_l);
   return true;
 }
 
