@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Build bench/racecheck_ws_repro.cu in its variants (all features, then each one removed) and
+# run each plainly (it checks its own output) and under compute-sanitizer racecheck RUNS times.
+# One line per run: variant, mismatches, racecheck hazards. Needs an sm_90 GPU.
+#   usage: OUT=dir RUNS=3 bash bench/racecheck_ws_repro.sh [CTAS] [TILES]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/racecheck_repro_out}
+RUNS=${RUNS:-3}
+CTAS=${1:-8}
+TILES=${2:-5}
+mkdir -p "$OUT/bin"
+declare -A VARIANTS=(
+  [all]=""
+  [no_bulk]="-DRC_BULK=0"
+  [no_wgmma]="-DRC_WGMMA=0"
+  [no_named]="-DRC_NAMED=0"
+  [no_maxnreg]="-DRC_MAXNREG=0"
+  [epi_named]="-DRC_EPI_NAMED=1"
+  [bare]="-DRC_BULK=0 -DRC_WGMMA=0 -DRC_NAMED=0 -DRC_MAXNREG=0"
+)
+for v in "${!VARIANTS[@]}"; do
+  # shellcheck disable=SC2086
+  nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -lineinfo ${VARIANTS[$v]} bench/racecheck_ws_repro.cu \
+    -o "$OUT/bin/$v" > "$OUT/bin/$v.build.log" 2>&1 &
+done
+wait
+for v in all no_bulk no_wgmma no_named no_maxnreg epi_named bare; do
+  [ -x "$OUT/bin/$v" ] || { echo "$v BUILD FAILED"; tail -5 "$OUT/bin/$v.build.log"; continue; }
+  plain=$(timeout 60 "$OUT/bin/$v" "$CTAS" "$TILES" | grep RESULT)
+  for i in $(seq 1 "$RUNS"); do
+    log="$OUT/$v.rc$i.log"
+    timeout 120 compute-sanitizer --tool racecheck --racecheck-report hazard --print-limit 20 "$OUT/bin/$v" "$CTAS" "$TILES" > "$log" 2>&1
+    echo "$v run $i | ${plain#RESULT } | $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$log" | tr '\n' ' ')"
+  done
+done
