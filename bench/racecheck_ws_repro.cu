@@ -10,7 +10,9 @@
 // remove one feature at a time, so a hazard report can be tied to the feature that brings it:
 //   RC_BULK    producer fills by cp.async.bulk + mbarrier tx count (else plain stores)
 //   RC_WGMMA   consumers read the ring and P by wgmma (else by ld.shared)
-//   RC_NAMED   P handed from warpgroup 0 to 1 by named barriers with bar.arrive
+//   RC_HANDOFF how P goes from warpgroup 0 to 1 and back: 0 named barriers, the producing side
+//              bar.arrive, the waiting side bar.sync (the shipped kernel); 1 named barriers,
+//              bar.sync on both sides (a rendezvous: stronger ordering, same result); 2 mbarriers
 //   RC_MAXNREG setmaxnreg between the roles
 //   RC_EPI_NAMED the epilogue's two barriers as a 256-thread named barrier (producer exits early)
 // Build: nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -I kernels bench/racecheck_ws_repro.cu
@@ -27,8 +29,8 @@
 #ifndef RC_WGMMA
 #define RC_WGMMA 1
 #endif
-#ifndef RC_NAMED
-#define RC_NAMED 1
+#ifndef RC_HANDOFF
+#define RC_HANDOFF 0
 #endif
 #ifndef RC_MAXNREG
 #define RC_MAXNREG 1
@@ -44,8 +46,8 @@ constexpr int kRcM = 64, kRcBN = 64;
 constexpr int kRcTile = kRcBN * kD * 2;                 // one converted KV tile (fp16 / bf16)
 constexpr int kRcOffKV = kRcM * kD * 2;                 // after Q
 constexpr int kRcOffP = kRcOffKV + 2 * kRcTile;         // P [64][64] fp16
-constexpr int kRcOffBar = kRcOffP + kRcM * kRcBN * 2;   // full[2], empty[2], raw[2]
-constexpr int kRcSmem = kRcOffBar + 48;
+constexpr int kRcOffBar = kRcOffP + kRcM * kRcBN * 2;   // full[2], empty[2], raw[2], pready, pfree
+constexpr int kRcSmem = kRcOffBar + 64;
 static_assert(kRcM * kORow * 4 <= kRcOffP, "the staged rows lie over Q and the ring, as in the shipped kernel");
 
 __device__ __forceinline__ float rc_expected(int cta, int row, int col) { return float(cta * 7 + row * 3 + col); }
@@ -56,6 +58,8 @@ __global__ void __launch_bounds__(384, 1) rc_kernel(const uint8_t* src, float* o
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + kRcOffBar);
   uint64_t* empty = full + 2;
   uint64_t* rawbar = full + 4;
+  uint64_t* pready = full + 6;
+  uint64_t* pfree = full + 7;
   __nv_bfloat16* sQ = reinterpret_cast<__nv_bfloat16*>(smem);
   __nv_bfloat16* sP = reinterpret_cast<__nv_bfloat16*>(smem + kRcOffP);
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -66,6 +70,8 @@ __global__ void __launch_bounds__(384, 1) rc_kernel(const uint8_t* src, float* o
     mbar_init(&empty[1], 256);
     mbar_init(&rawbar[0], 1);
     mbar_init(&rawbar[1], 1);
+    mbar_init(pready, 128);
+    mbar_init(pfree, 128);
   }
   __syncthreads();
 
@@ -138,16 +144,26 @@ __global__ void __launch_bounds__(384, 1) rc_kernel(const uint8_t* src, float* o
 #else
       for (int i = lane; i < 64; i += 32) acc += __half2float(reinterpret_cast<const __half*>(kv)[wl * 64 + i]);
 #endif
-#if RC_NAMED
-      if (it > 0) nbar_sync(kWsPFree, 256);
+      if (it > 0) {  // warpgroup 1 is done with the previous P
+#if RC_HANDOFF == 2
+        mbar_wait(pfree, uint32_t(it - 1) & 1u);
+#else
+        nbar_sync(kWsPFree, 256);
 #endif
+      }
       for (int i = tid; i < kRcM * kRcBN / 2; i += 128) reinterpret_cast<uint32_t*>(sP)[i] = uint32_t(it + i);
       fence_proxy_async_smem();
-#if RC_NAMED
+#if RC_HANDOFF == 0
       nbar_arrive(kWsPReady, 256);
+#elif RC_HANDOFF == 1
+      nbar_sync(kWsPReady, 256);
+#else
+      mbar_arrive(pready);
 #endif
     } else {
-#if RC_NAMED
+#if RC_HANDOFF == 2
+      mbar_wait(pready, uint32_t(it) & 1u);
+#else
       nbar_sync(kWsPReady, 256);
 #endif
 #if RC_WGMMA
@@ -162,9 +178,15 @@ __global__ void __launch_bounds__(384, 1) rc_kernel(const uint8_t* src, float* o
 #else
       acc += __half2float(reinterpret_cast<const __half*>(sP)[lane]) + __half2float(reinterpret_cast<const __half*>(kv)[lane]);
 #endif
-#if RC_NAMED
-      if (it + 1 < ntiles) nbar_arrive(kWsPFree, 256);
+      if (it + 1 < ntiles) {
+#if RC_HANDOFF == 0
+        nbar_arrive(kWsPFree, 256);
+#elif RC_HANDOFF == 1
+        nbar_sync(kWsPFree, 256);
+#else
+        mbar_arrive(pfree);
 #endif
+      }
     }
     mbar_arrive(&empty[b]);
   }
@@ -226,7 +248,7 @@ int main(int argc, char** argv) {
     for (int r = 0; r < kRcM; ++r)
       for (int k = 0; k < kD; ++k)
         bad += h[(size_t(c) * kRcM + r) * kD + k] != float(c * 7 + r * 3 + k);
-  printf("RESULT bulk=%d wgmma=%d named=%d maxnreg=%d epi_named=%d ctas=%d tiles=%d mismatches=%ld\n", RC_BULK,
-         RC_WGMMA, RC_NAMED, RC_MAXNREG, RC_EPI_NAMED, ctas, ntiles, bad);
+  printf("RESULT bulk=%d wgmma=%d handoff=%d maxnreg=%d epi_named=%d ctas=%d tiles=%d mismatches=%ld\n", RC_BULK,
+         RC_WGMMA, RC_HANDOFF, RC_MAXNREG, RC_EPI_NAMED, ctas, ntiles, bad);
   return bad ? 1 : 0;
 }

@@ -10,14 +10,18 @@ RUNS=${RUNS:-3}
 CTAS=${1:-8}
 TILES=${2:-5}
 mkdir -p "$OUT/bin"
+# all: the shipped kernel's features; *_sync / *_mbar: the same with the P hand-off as a named-
+# barrier rendezvous / mbarriers instead of bar.arrive; bare_*: no bulk copies, wgmma or setmaxnreg.
 declare -A VARIANTS=(
   [all]=""
+  [all_sync]="-DRC_HANDOFF=1"
+  [all_mbar]="-DRC_HANDOFF=2"
   [no_bulk]="-DRC_BULK=0"
   [no_wgmma]="-DRC_WGMMA=0"
-  [no_named]="-DRC_NAMED=0"
   [no_maxnreg]="-DRC_MAXNREG=0"
   [epi_named]="-DRC_EPI_NAMED=1"
-  [bare]="-DRC_BULK=0 -DRC_WGMMA=0 -DRC_NAMED=0 -DRC_MAXNREG=0"
+  [bare_arrive]="-DRC_BULK=0 -DRC_WGMMA=0 -DRC_MAXNREG=0"
+  [bare_sync]="-DRC_BULK=0 -DRC_WGMMA=0 -DRC_MAXNREG=0 -DRC_HANDOFF=1"
 )
 for v in "${!VARIANTS[@]}"; do
   # shellcheck disable=SC2086
@@ -25,7 +29,7 @@ for v in "${!VARIANTS[@]}"; do
     -o "$OUT/bin/$v" > "$OUT/bin/$v.build.log" 2>&1 &
 done
 wait
-for v in all no_bulk no_wgmma no_named no_maxnreg epi_named bare; do
+for v in ${VARIANTS_RUN:-all all_sync all_mbar no_bulk no_wgmma no_maxnreg epi_named bare_arrive bare_sync}; do
   [ -x "$OUT/bin/$v" ] || { echo "$v BUILD FAILED"; tail -5 "$OUT/bin/$v.build.log"; continue; }
   plain=$(timeout 60 "$OUT/bin/$v" "$CTAS" "$TILES" | grep RESULT)
   for i in $(seq 1 "$RUNS"); do

@@ -1932,6 +1932,23 @@ __device__ __forceinline__ void ws_write_rows(const SparseMlaParams& p, const fl
   }
 }
 
+// The P hand-off between the consumer warpgroups: the side that produces arrives and runs on.
+// -DDSPARKCTL_WS_RACECHECK_SYNC (a racecheck build, never shipped) makes both sides wait (a
+// rendezvous): compute-sanitizer's racecheck reports hazards behind later barriers in kernels
+// that use bar.arrive this way (bench/racecheck_ws_repro.cu shows it in a small kernel whose
+// epilogue cannot race). What the rendezvous build cannot check is the window an arrive opens:
+// warpgroup 0 from its P-ready arrive to its next P-free wait, warpgroup 1 from its P-free
+// arrive to its next P-ready wait. In those windows the kernel only reads shared memory (P.V
+// and S by wgmma, sEtile, sValid) and writes sFact, which nobody reads before the epilogue's
+// whole-CTA barrier.
+__device__ __forceinline__ void ws_handoff(int id, int n) {
+#ifdef DSPARKCTL_WS_RACECHECK_SYNC
+  nbar_sync(id, n);
+#else
+  nbar_arrive(id, n);
+#endif
+}
+
 template <int VEC>
 __global__ void __launch_bounds__(kWsThreads, 1)
     sparse_mla_decode_ws_kernel(const SparseMlaParams p, int num_splits, int head_blocks) {
@@ -2313,7 +2330,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         if ((lane & 3) == 0) sAlpha[b * M + wl * 16 + (lane >> 2) + 8 * i] = alpha[i];
       }
       fence_proxy_async_smem();
-      nbar_arrive(kWsPReady, kCT);
+      ws_handoff(kWsPReady, kCT);
       DSPARKCTL_WS_TL(4);  // P
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
@@ -2382,7 +2399,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         wgmma_pv_m64n64<true>(orp, dpl + ka, dv + ((7 * BN * 128) >> 4) + kb);
       }
       wgmma_commit_wait();
-      if (it + 1 < tile_end) nbar_arrive(kWsPFree, kCT);
+      if (it + 1 < tile_end) ws_handoff(kWsPFree, kCT);
       mbar_arrive(&empty[b]);
       DSPARKCTL_WS_TL(1);  // P.V (dims 256-511)
     }
