@@ -6,7 +6,8 @@
 #          [--with-predecessor]  (also time each call after a foreign kernel: bench_kernel.py --with-predecessor)
 # On Hopper the GPU tests run twice: on the shipped build, and on a build with SM120's register
 # budget for the SMALL layouts (-DDSPARKCTL_SMALL_MIN_BLOCKS=1: no 128-register cap, so ptxas
-# allocates as it does for sm_120a), with memcheck on that one's sanitizer subset too.
+# allocates as it does for sm_120a), with memcheck on that one's sanitizer subset too, and the
+# warp-specialized kernel is racechecked on its -DDSPARKCTL_WS_RACECHECK_SYNC build (v33).
 # --short (DSpark + T=1 rows, 3 replays) with --no-sanitizer fits build + tests + bench in ~90 s.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -44,8 +45,16 @@ if [ -z "$SKIP_TESTS" ]; then
   echo "sanitizer: $(( $(date +%s) - t0 )) s"
   if [ "$ARCH" = sm_90a ]; then
     t0=$(date +%s)
+    # (v33) the warp-specialized kernel's racecheck build (its P hand-off as a rendezvous: racecheck
+    # misreads bar.arrive hand-offs, bench/racecheck_ws_repro.cu), built beside the SM120-budget one
+    [ -n "$NO_SAN" ] || $PY -c "from pathlib import Path; from dsparkctl.kernel import build; build.build_extension('$ARCH', Path('/tmp/kbuild_wsrc'), Path('$OUT/build_wsrc.log'), extra_nvcc=['-DDSPARKCTL_WS_RACECHECK_SYNC'])" > /dev/null &
     $PY -c "from pathlib import Path; from dsparkctl.kernel import build; build.build_extension('$ARCH', Path('/tmp/kbuild_sm120regs'), Path('$OUT/build_sm120regs.log'), extra_nvcc=['-DDSPARKCTL_SMALL_MIN_BLOCKS=1'])" > /dev/null \
       || { echo "BUILD FAILED (SM120 register budget)"; tail -30 "$OUT/build_sm120regs.log"; }
+    wait
+    if [ -z "$NO_SAN" ]; then
+      DSPARKCTL_KERNEL_SO=/tmp/kbuild_wsrc/dsparkctl_sparse_mla_$ARCH.so compute-sanitizer --tool racecheck $PY bench/racecheck_ws_probe.py > "$OUT/racecheck_ws.log" 2>&1
+      echo "== racecheck, warp-specialized kernel (racecheck build, bench/racecheck_ws_probe.py): $(grep -c '^ok' "$OUT/racecheck_ws.log") launches ok | $(grep SUMMARY "$OUT/racecheck_ws.log")"
+    fi
     SO120=/tmp/kbuild_sm120regs/dsparkctl_sparse_mla_$ARCH.so
     { DSPARKCTL_KERNEL_SO=$SO120 $PY -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider 2>&1 | tail -4
       [ -n "$NO_SAN" ] || DSPARKCTL_KERNEL_SO=$SO120 compute-sanitizer --tool memcheck --leak-check no $PY -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider -k sanitizer_subset 2>&1 | tail -4

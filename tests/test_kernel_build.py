@@ -133,7 +133,8 @@ def test_sm120_register_budget_build_on_hopper(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str]]:
-    """PTX of the kernel source for sm_90a, sm_120a and a -DDSPARKCTL_NO_WGMMA Hopper build, as
+    """PTX of the kernel source for sm_90a, sm_120a, a -DDSPARKCTL_NO_WGMMA Hopper build and the
+    racecheck build of the warp-specialized kernel (-DDSPARKCTL_WS_RACECHECK_SYNC), as
     {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
     if build.find_nvcc() is None:
         pytest.skip("nvcc not installed: cannot compile-check CUDA")
@@ -144,6 +145,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_90a": ["-arch=sm_90a"],
         "sm_120a": ["-arch=sm_120a"],
         "sm_90a_no_wgmma": ["-arch=sm_90a", "-DDSPARKCTL_NO_WGMMA"],
+        "sm_90a_ws_racecheck_sync": ["-arch=sm_90a", "-DDSPARKCTL_WS_RACECHECK_SYNC"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -162,6 +164,11 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
             res[k][m[1] + ("+cluster" if m[2] else "")] = part  # v27's clustered instantiation
         assert len(res[k]) >= 10, (k, sorted(res[k]))
     return res
+
+
+def _shipped_and_no_wgmma(kernel_ptx: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+    """The targets a plan can launch (the racecheck build is pinned to sm_90a's PTX by its own test)."""
+    return {k: v for k, v in kernel_ptx.items() if k != "sm_90a_ws_racecheck_sync"}
 
 
 def test_wgmma_only_in_the_sm90a_64_candidate_tiles_of_32_and_64_heads(kernel_ptx: dict[str, dict[str, str]]) -> None:
@@ -216,7 +223,7 @@ def test_multicast_copies_only_in_the_sm90a_cluster_kernel(kernel_ptx: dict[str,
     into its own CTA on the 16-byte path: no multicast, no cluster barrier.)"""
     cluster_ops = ("multicast::cluster", "mbarrier.try_wait", "barrier.cluster")
     ws = {"sparse_mla_decode_ws_kernelILi8E", "sparse_mla_decode_ws_kernelILi16E"}
-    for target, kernels in kernel_ptx.items():
+    for target, kernels in _shipped_and_no_wgmma(kernel_ptx).items():
         with_ops = {name for name, body in kernels.items() if any(op in body for op in cluster_ops) and name not in ws}
         expected = {"sparse_mla_decode_kernelILi1ELi64ELi16E+cluster"} if target.startswith("sm_90a") else set()
         assert with_ops == expected, (target, sorted(with_ops))
@@ -237,7 +244,7 @@ def test_no_global_access_before_the_grid_dependency_wait(kernel_ptx: dict[str, 
     KV or reads the workspace. So in every kernel of every target, griddepcontrol.wait comes once,
     before any global load, store, atomic or asynchronous copy."""
     global_access = re.compile(r"\b(?:ld|st|atom|red)\.global|\bcp\.async\.|\bld\.global\.nc|\bprefetch\.global")
-    for target, kernels in kernel_ptx.items():
+    for target, kernels in _shipped_and_no_wgmma(kernel_ptx).items():
         for name, body in kernels.items():
             if "ws_kernel" in name and target != "sm_90a":  # the trapping stub: no access at all
                 assert "trap;" in body and not global_access.search(body), (target, name)
@@ -247,6 +254,23 @@ def test_no_global_access_before_the_grid_dependency_wait(kernel_ptx: dict[str, 
             hits = global_access.findall(head)
             assert not hits, (target, name, hits[:5])
             assert global_access.search(body[body.index("griddepcontrol.wait") :]), (target, name)
+
+
+def test_racecheck_build_differs_only_in_the_ws_hand_off(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """v33: racecheck reports hazards behind later barriers in kernels whose warpgroups hand a
+    buffer over with bar.arrive (bench/racecheck_ws_repro.cu: 1,000-10,000 a run in a kernel that
+    cannot race, none with a rendezvous or mbarriers), so the WS kernel is racechecked in a build
+    where both hand-offs are bar.sync (bench/kernel_device_run.sh). That check covers the shipped
+    kernel only if the two builds differ in exactly those instructions: the WS kernels' PTX is the
+    shipped PTX with its two bar.arrive (P ready, P free) as bar.sync, every other kernel equal."""
+    ship, rc = kernel_ptx["sm_90a"], kernel_ptx["sm_90a_ws_racecheck_sync"]
+    assert ship.keys() == rc.keys()
+    for name, body in ship.items():
+        if "ws_kernel" in name:
+            assert body.count("bar.arrive") == 2 and "bar.arrive" not in rc[name], name
+            assert rc[name] == body.replace("bar.arrive", "bar.sync"), name
+        else:
+            assert rc[name] == body, name
 
 
 def test_every_kernel_source_is_hashed_and_shipped() -> None:

@@ -3,7 +3,7 @@
 # epilogue's two consumer barriers on a barrier id of their own (5); the main launch without PDL.
 set -uo pipefail
 R=$OUT/r; mkdir -p $R; export PYTHONPATH=$PWD
-P=bench/results/kernel_h200_v32_ws_routed/racecheck_ws.py
+P=bench/racecheck_ws_probe.py
 mk() { local name=$1 tree=$2; shift 2; (cd $tree && PYTHONPATH=$tree python3 -c "import sys; from pathlib import Path; from dsparkctl.kernel import build; build.build_extension('sm_90a', Path('/tmp/rc_$name'), Path('$R/build_$name.log'), extra_nvcc=sys.argv[1:])" "$@") || { echo "build $name failed"; tail -20 $R/build_$name.log; }; }
 rm -rf /tmp/t_bar5 && mkdir -p /tmp/t_bar5 && git archive HEAD | tar -x -C /tmp/t_bar5 && cp kernels/* /tmp/t_bar5/kernels/
 python3 - <<'PY'

@@ -11,6 +11,6 @@ mk() { (cd $2 && PYTHONPATH=$2 python3 -c "from pathlib import Path; from dspark
 mk base $PWD & mk nomax /tmp/t_nomax & wait
 grep -A2 ws_kernel $R/build_nomax.log | grep -E "spill" | head -2
 for b in base nomax; do for i in 1 2; do
-  DSPARKCTL_KERNEL_SO=/tmp/rc_$b/dsparkctl_sparse_mla_sm_90a.so SPLITS=1,2 timeout 100 compute-sanitizer --tool racecheck --print-limit 5 python3 bench/results/kernel_h200_v32_ws_routed/racecheck_ws.py > $R/rc_${b}_$i.log 2>&1
+  DSPARKCTL_KERNEL_SO=/tmp/rc_$b/dsparkctl_sparse_mla_sm_90a.so SPLITS=1,2 timeout 100 compute-sanitizer --tool racecheck --print-limit 5 python3 bench/racecheck_ws_probe.py > $R/rc_${b}_$i.log 2>&1
   echo "$b $i: $(grep -c '^ok' $R/rc_${b}_$i.log) ok | $(grep SUMMARY $R/rc_${b}_$i.log)"
 done; done

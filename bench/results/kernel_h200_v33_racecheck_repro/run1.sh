@@ -9,7 +9,7 @@ compute-sanitizer --help 2>&1 | grep -i -A3 "racecheck" > $R/cs_racecheck_option
 ( OUT=$R/repro RUNS=2 timeout 240 bash bench/racecheck_ws_repro.sh 8 5 ) 2>&1 | tee $R/repro.txt
 python3 -c "from pathlib import Path; from dsparkctl.kernel import build; build.build_extension('sm_90a', Path('/tmp/kbuild'), Path('$R/build.log'))" || exit 1
 SO=/tmp/kbuild/dsparkctl_sparse_mla_sm_90a.so
-P=bench/results/kernel_h200_v32_ws_routed/racecheck_ws.py
+P=bench/racecheck_ws_probe.py
 DSPARKCTL_KERNEL_SO=$SO CASES=0,1 SPLITS=2 timeout 100 compute-sanitizer --tool racecheck --racecheck-report hazard --print-limit 40 python3 $P > $R/real_rc_hazard.log 2>&1
 echo "real racecheck (hazard report): $(grep -c '^ok' $R/real_rc_hazard.log) ok | $(grep SUMMARY $R/real_rc_hazard.log | tr '\n' ' ')"
 DSPARKCTL_KERNEL_SO=$SO SPLITS=1,2 timeout 100 compute-sanitizer --tool synccheck python3 $P > $R/real_synccheck.log 2>&1

@@ -9,7 +9,7 @@ R=/tmp/r; rm -rf $R; mkdir -p $R; export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 ( OUT=$R/repro RUNS=2 timeout 200 bash bench/racecheck_ws_repro.sh 8 5 ) 2>&1 | tee $R/repro.txt
 py_build() { python3 -c "from pathlib import Path; from dsparkctl.kernel import build; build.build_extension('sm_90a', Path('$1'), Path('$1/build.log'), extra_nvcc=[$2])"; }
 py_build /tmp/kb_ship "" & py_build /tmp/kb_rcsync "'-DDSPARKCTL_WS_RACECHECK_SYNC'" & wait
-P=bench/results/kernel_h200_v32_ws_routed/racecheck_ws.py
+P=bench/racecheck_ws_probe.py
 for b in ship rcsync; do
   SO=/tmp/kb_$b/dsparkctl_sparse_mla_sm_90a.so
   for i in 1 2; do

@@ -1,13 +1,16 @@
-"""Racecheck probe for the warp-specialized kernel (v32 run 2): the sanitizer-subset cases with the
-kernel forced (config 6) at 1 and 2 splits, one launch per (case, splits), synchronized after each.
-Run under `compute-sanitizer --tool racecheck`; CASES / SPLITS env pick a subset."""
+"""Racecheck probe for the warp-specialized kernel (v32; was bench/results/kernel_h200_v32_ws_routed/
+racecheck_ws.py): the sanitizer-subset cases with the kernel forced (config 6) at 1 and 2 splits,
+one launch per (case, splits), synchronized and checked against the reference after each.
+Run under `compute-sanitizer --tool racecheck` on a -DDSPARKCTL_WS_RACECHECK_SYNC build (v33: with
+the shipped bar.arrive hand-off racecheck reports hazards the kernel does not have, see
+bench/racecheck_ws_repro.cu); DSPARKCTL_KERNEL_SO picks the build, CASES / SPLITS env a subset."""
 
 import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import test_kernel_gpu as g
 import torch
 
