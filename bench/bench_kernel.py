@@ -202,6 +202,13 @@ def main() -> int:
     ap.add_argument("--heads", type=int, nargs="+", help="only the decode rows of these head counts (overrides --quick / --short's rows)")
     ap.add_argument("--sweep", action="store_true", help="also time each shape with the layout forced (large / small smem)")
     ap.add_argument(
+        "--config",
+        choices=sorted(FORCED_CONFIGS),
+        default="auto",
+        help="time every row (ours) with this layout forced at its automatic split count: one layout on two builds "
+        "in one A/B (bench/kernel_ab.sh BENCH_EXTRA), e.g. large_ws on the 64-head rows the plan does not route to it",
+    )
+    ap.add_argument(
         "--with-predecessor",
         action="store_true",
         help="also time each call right after a foreign kernel (an in-place q *= 1, as a q projection writes q just "
@@ -215,6 +222,7 @@ def main() -> int:
     copy_bw = measure_copy_bandwidth()
     peak = measure_bf16_peak()
     triton_fn = load_triton_peer(args.triton_peer)
+    config = FORCED_CONFIGS[args.config]
     caches = Caches(main_tokens=1 << 19, extra_tokens=1 << 18)
     scale = 512**-0.5
     rows = []
@@ -226,9 +234,12 @@ def main() -> int:
         nbytes, flops = call_bytes_flops(shape, probe)
         n_sets = int(min(64 if args.short else 256, max(4, math.ceil(240e6 / nbytes))))
         sets = make_sets(shape, caches, n_sets, seed=i)
-        ours = graph_time(lambda s: ops.sparse_mla_decode(sm_scale=scale, **s), sets, replays)
+        def call(s):
+            return ops.sparse_mla_decode_cfg(sm_scale=scale, config=config, **s) if config else ops.sparse_mla_decode(sm_scale=scale, **s)
+
+        ours = graph_time(call, sets, replays)
         # correctness of what we timed, against the fp32 reference
-        o, lse = ops.sparse_mla_decode(sm_scale=scale, **sets[0])
+        o, lse = call(sets[0])
         r_o, r_l = reference.sparse_mla_decode_ref(sm_scale=scale, **sets[0])
         ok, stats = reference.within_flashmla_tolerance(o, lse, r_o, r_l)
         row = dict(shape)
@@ -241,7 +252,7 @@ def main() -> int:
             max_abs_err_out=stats["max_abs_err_out"],
             roofline_us=max(nbytes / copy_bw, flops / peak) * 1e6,
         )
-        row["plan"] = plan_label(shape)
+        row["plan"] = plan_label(shape, config)
         row["pct_roofline"] = 100 * row["roofline_us"] / row["ours_us"]
         row["eff_bw_gbs"] = nbytes / ours / 1e9
         row["tflops"] = flops / ours / 1e12
@@ -318,12 +329,23 @@ def main() -> int:
     return 0
 
 
-def plan_label(shape: dict) -> str | None:
+FORCED_CONFIGS = {
+    "auto": ops.CONFIG_AUTO,
+    "large": ops.CONFIG_LARGE_SMEM,
+    "small": ops.CONFIG_SMALL_SMEM,
+    "small16": ops.CONFIG_SMALL_SMEM_16,
+    "large16": ops.CONFIG_LARGE_SMEM_16,
+    "large32": ops.CONFIG_LARGE_SMEM_32,
+    "large_ws": ops.CONFIG_LARGE_SMEM_WS,
+}
+
+
+def plan_label(shape: dict, config: int = ops.CONFIG_AUTO) -> str | None:
     """The automatic plan of the shape as the library reports it, e.g. "large 64h x 64 s2 ws"
     (layout, heads per CTA x tile, splits, warp-specialized / clustered); None from a library
     that predates the plan query (an A/B's old side)."""
     try:
-        p = ops.plan_info(shape["T"], shape["H"], shape["topk"], shape["extra"])
+        p = ops.plan_info(shape["T"], shape["H"], shape["topk"], shape["extra"], config=config)
     except (AttributeError, RuntimeError):
         return None
     name = {1: "large", 2: "small"}.get(int(p["config"]), str(p["config"]))
