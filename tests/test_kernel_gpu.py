@@ -250,6 +250,32 @@ def test_plan_routes_the_warp_specialized_kernel() -> None:
     _check(args, out, lse)
 
 
+@pytest.mark.parametrize("heads", [100, 128])
+@pytest.mark.parametrize("splits", [1, 3])
+@pytest.mark.parametrize("spread", [1, 12])
+def test_ws_cluster_pairs(heads: int, splits: int, spread: int) -> None:
+    """v35: on Hopper a token's two 64-head blocks run the warp-specialized kernel as a 2-CTA
+    cluster (16-byte path: these caches), each CTA gathering and converting half of every tile
+    into both CTAs' buffers, and each half keeping its own V exponent. Forced at 100 heads (the
+    second block padded) and 128, chains of 1-21 tiles, against the reference; spread 12 gives
+    the rows magnitudes 2^-6 .. 2^6 apart, so the two halves of a tile get different exponents."""
+    if not _fits_large(ops.CONFIG_LARGE_SMEM_WS):
+        pytest.skip("the large-smem layout does not fit this GPU's shared memory (SM120 / SM121)")
+    args = _inputs(Case(t=4, h=heads, topk=320, pbs=64, extra=(1024, 64), sink=True, seed=90 + heads + splits + spread))
+    if spread > 1:
+        gen = torch.Generator(device="cuda").manual_seed(91 + spread)
+        for key in ("kv_cache", "extra_kv_cache"):
+            cache, pbs = args[key], 64
+            n = layout.num_slots(cache)
+            kv = torch.randn(n, 512, generator=gen, device="cuda")
+            kv *= torch.exp2(torch.randint(-spread // 2, spread // 2 + 1, (n, 1), generator=gen, device="cuda").float())
+            pad = layout.page_stride_bytes(cache) - layout.logical_page_bytes(pbs)
+            args[key] = layout.quantize_kv(kv, pbs, page_stride_pad=pad)
+            assert layout.page_stride_bytes(args[key]) % 16 == 0  # the 16-byte path, where the clusters run
+    out, lse = ops.sparse_mla_decode_cfg(config=ops.CONFIG_LARGE_SMEM_WS, num_splits=splits, **args)
+    _check(args, out, lse)
+
+
 def test_dspark_valid_length() -> None:
     """64 heads, topk 192, valid length min(prefix, 128) + gamma, extra cache 512 @ 64."""
     gen = torch.Generator(device="cuda").manual_seed(7)
