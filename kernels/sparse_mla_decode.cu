@@ -2001,9 +2001,8 @@ static_assert(7 * kRowBytes <= 4096 && (31 / 7) < kDN / 64, "32 raw rows fit the
 // producers each gather and convert half of every tile (CTA r the candidates 32 r .. 32 r + 31)
 // and store the converted rows into both CTAs' buffers: half the bytes in flight and half the
 // conversion per producer (v34's timeline: the producer's copy issue + conversion, ~6,600
-// cycles a tile, bounded the kernel). Each half of a tile keeps its own V exponent (its
-// largest scale), which both CTAs compute from the scale bytes of all 64 rows. Only the
-// 16-byte path (bulk copies into raw slots the peer never writes) has it.
+// cycles a tile, bounded the kernel). Only the 16-byte path (bulk copies into raw slots the
+// peer never writes) has it.
 template <int VEC, int CL>
 __device__ __forceinline__ void sparse_mla_decode_ws_body(const SparseMlaParams& p, int num_splits, int head_blocks) {
 #if DSPARKCTL_WGMMA
@@ -2159,8 +2158,9 @@ __device__ __forceinline__ void sparse_mla_decode_ws_body(const SparseMlaParams&
       cp_async_commit();
     };
     // CL = 2: this CTA's 32 candidates of buffer b (16-byte units: block i, candidate, quarter
-    // row), converted in place as below and stored into both CTAs' buffers; both CTAs' full[b]
-    // then get this thread's arrival. The halves' V exponents come from all 64 scale bytes.
+    // row), converted in place as below and stored into both CTAs' buffers. Every CTA loads all
+    // 64 rows' scale bytes, so both scale by the same tile maximum and the tiles they hold are
+    // bit for bit those of the one-CTA form (so are the outputs).
     auto convert_half = [&](int b, const uint8_t* base, __nv_bfloat16* sKV) {
       constexpr int HU = (kDN / 64) * 32 * 4 / 128, HR = 32 * 8 / 128;
       static_assert(HU == kDN / 64, "unit i of a thread is nope block i");
@@ -2180,12 +2180,9 @@ __device__ __forceinline__ void sparse_mla_decode_ws_body(const SparseMlaParams&
         rope[i] = ok ? *reinterpret_cast<const uint4*>(base + ws_half_raw(rank, loc) + kDN + (r & 7) * 16)
                      : make_uint4(0, 0, 0, 0);
       }
-      nbar_sync(kWsProducer, 128);  // every raw byte read before a converted row overwrites it; the halves' maxima
-      const uint32_t maxb = sPmax[b * 4 + rank];
-      if (pt == 0) {
-        sEtile[b * 2] = int(sPmax[b * 4]) - 127;
-        sEtile[b * 2 + 1] = int(sPmax[b * 4 + 1]) - 127;
-      }
+      nbar_sync(kWsProducer, 128);  // every raw byte read before a converted row overwrites it; the tile max
+      const uint32_t maxb = max(sPmax[b * 4], sPmax[b * 4 + 1]);  // both CTAs: from all 64 rows' scales
+      if (pt == 0) sEtile[b] = int(maxb) - 127;
       const uint32_t peer_kv = mapa_peer(sKV, peer), peer_full = mapa_peer(&full[b], peer);
 #pragma unroll
       for (int i = 0; i < HU; ++i) {
@@ -2382,10 +2379,7 @@ __device__ __forceinline__ void sparse_mla_decode_ws_body(const SparseMlaParams&
       const int j = it - tile_begin, b = j & 1;
       mbar_wait(&full[b], uint32_t(j >> 1) & 1u);
       DSPARKCTL_WS_TL(0);  // tile ready
-      // V exponents of candidates 0-31 and 32-63 (one per tile unless CL = 2)
-      const int e_lo = CL == 2 ? sEtile[b * 2] : sEtile[b];
-      const int e_hi = CL == 2 ? sEtile[b * 2 + 1] : e_lo;
-      const int e_tile = e_lo > e_hi ? e_lo : e_hi;
+      const int e_tile = sEtile[b];
       const int e_new = e_run > e_tile ? e_run : e_tile;
       __nv_bfloat16* sKV = kv_tile(b);
       float s[8][4];  // columns 8 n + 2 (lane % 4) (+ 1): n < 4 candidates 0-31, n >= 4 32-63
@@ -2404,20 +2398,11 @@ __device__ __forceinline__ void sparse_mla_decode_ws_body(const SparseMlaParams&
         wgmma_m64n32k16<false>(s1, dq + kstep(kk, M), dk1 + kstep(kk, BN));
       }
       wgmma_commit_wait();
-      if constexpr (CL == 2) {
-        const Pow2Pair s_lo[2] = {Pow2Pair(q_shift[0] + e_lo), Pow2Pair(q_shift[1] + e_lo)};
-        const Pow2Pair s_hi[2] = {Pow2Pair(q_shift[0] + e_hi), Pow2Pair(q_shift[1] + e_hi)};
+      const Pow2Pair s_nope[2] = {Pow2Pair(q_shift[0] + e_tile), Pow2Pair(q_shift[1] + e_tile)};
 #pragma unroll
-        for (int n = 0; n < 8; ++n)
+      for (int n = 0; n < 8; ++n)
 #pragma unroll
-          for (int c = 0; c < 4; ++c) s[n][c] = n < 4 ? s_lo[c >> 1](s[n][c]) : s_hi[c >> 1](s[n][c]);
-      } else {
-        const Pow2Pair s_nope[2] = {Pow2Pair(q_shift[0] + e_tile), Pow2Pair(q_shift[1] + e_tile)};
-#pragma unroll
-        for (int n = 0; n < 8; ++n)
-#pragma unroll
-          for (int c = 0; c < 4; ++c) s[n][c] = s_nope[c >> 1](s[n][c]);
-      }
+        for (int c = 0; c < 4; ++c) s[n][c] = s_nope[c >> 1](s[n][c]);
       wgmma_fence();
 #pragma unroll
       for (int kk = kDN / 16; kk < kD / 16; ++kk) {
@@ -2449,8 +2434,6 @@ __device__ __forceinline__ void sparse_mla_decode_ws_body(const SparseMlaParams&
         m_use[i] = mx == -INFINITY ? 0.f : mx;
       }
       const float f16_shift = pow2i(e_tile - e_new);
-      const float f16_shift_lo = CL == 2 ? pow2i(e_lo - e_new) : f16_shift;
-      const float f16_shift_hi = CL == 2 ? pow2i(e_hi - e_new) : f16_shift;
       const float v_shift = pow2i(e_run - e_new);
       e_run = e_new;
       DSPARKCTL_WS_TL(2);  // mask, row max
@@ -2470,12 +2453,7 @@ __device__ __forceinline__ void sparse_mla_decode_ws_body(const SparseMlaParams&
           const int po = sw128_off<M>(wl * 16 + (lane >> 2) + 8 * i, col);
           *reinterpret_cast<uint32_t*>(sPhi + po) = hi;
           *reinterpret_cast<uint32_t*>(sPlo + po) = lo;
-          if constexpr (CL == 2) {
-            const float fs = n < 4 ? f16_shift_lo : f16_shift_hi;
-            *reinterpret_cast<uint32_t*>(sP16 + po) = pack_f16(p0 * fs, p1 * fs);
-          } else {
-            *reinterpret_cast<uint32_t*>(sP16 + po) = pack_f16(p0 * f16_shift, p1 * f16_shift);
-          }
+          *reinterpret_cast<uint32_t*>(sP16 + po) = pack_f16(p0 * f16_shift, p1 * f16_shift);
         }
       }
 #pragma unroll
@@ -2529,7 +2507,7 @@ __device__ __forceinline__ void sparse_mla_decode_ws_body(const SparseMlaParams&
       mbar_wait(&full[b], uint32_t(j >> 1) & 1u);
       nbar_sync(kWsPReady, kCT);
       DSPARKCTL_WS_TL(0);  // tile and P ready
-      const int e_tile = CL == 2 ? max(sEtile[b * 2], sEtile[b * 2 + 1]) : sEtile[b];
+      const int e_tile = sEtile[b];
       const int e_new = e_run > e_tile ? e_run : e_tile;
       const float v_shift = pow2i(e_run - e_new);
       e_run = e_new;

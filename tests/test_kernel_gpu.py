@@ -256,9 +256,11 @@ def test_plan_routes_the_warp_specialized_kernel() -> None:
 def test_ws_cluster_pairs(heads: int, splits: int, spread: int) -> None:
     """v35: on Hopper a token's two 64-head blocks run the warp-specialized kernel as a 2-CTA
     cluster (16-byte path: these caches), each CTA gathering and converting half of every tile
-    into both CTAs' buffers, and each half keeping its own V exponent. Forced at 100 heads (the
-    second block padded) and 128, chains of 1-21 tiles, against the reference; spread 12 gives
-    the rows magnitudes 2^-6 .. 2^6 apart, so the two halves of a tile get different exponents."""
+    into both CTAs' buffers. Forced at 100 heads (the second block padded) and 128, chains of
+    1-21 tiles, against the reference; spread 12 gives the rows magnitudes 2^-6 .. 2^6 apart, so
+    the two halves of a tile have different largest scales and both CTAs must convert with the
+    tile's (its first form scaled each half by its own and missed the tolerance here: P took the
+    gap and lost bits in fp16)."""
     if not _fits_large(ops.CONFIG_LARGE_SMEM_WS):
         pytest.skip("the large-smem layout does not fit this GPU's shared memory (SM120 / SM121)")
     args = _inputs(Case(t=4, h=heads, topk=320, pbs=64, extra=(1024, 64), sink=True, seed=90 + heads + splits + spread))
