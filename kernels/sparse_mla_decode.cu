@@ -93,7 +93,7 @@ __device__ __forceinline__ unsigned long long tl_globaltimer() {
   if (threadIdx.x == 0 && blockIdx.x < kTlMaxCtas) g_tl_combine[blockIdx.x][slot] = tl_globaltimer()
 // v31 warp-specialized kernel: each role's lead thread sums its phases' cycles in registers and
 // stores them to phase slots base.. at the end (warpgroup 0: 4-10, warpgroup 1: 11-12,
-// producer: 13-16); slots 0-3 as above, by thread 0.
+// producer: 13-16, and 17-19 for the parts of its copy issue, v35); slots 0-3 as above, by thread 0.
 #define DSPARKCTL_WS_TL_DECL                 \
   unsigned long long ws_tl[7] = {};          \
   unsigned long long ws_c = clock64();
@@ -389,33 +389,6 @@ __device__ __forceinline__ void cluster_wait() {
       : "memory");
 #endif
 }
-// v35: the warp-specialized kernel's 2-CTA clusters (sm_90a). A shared-memory address of this
-// CTA mapped to the same offset in CTA `rank` of the cluster (for the stores and arrivals below).
-[[maybe_unused]] __device__ __forceinline__ uint32_t mapa_peer(const void* p, uint32_t rank) {
-  uint32_t r = 0;
-#if DSPARKCTL_CLUSTER_GATHER
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(smem_u32(p)), "r"(rank));
-#endif
-  return r;
-}
-// 16 bytes into the peer's shared memory at `addr`, counted (complete_tx) on the peer's mbarrier
-// at `bar` (both mapped addresses): an asynchronous store, ordered for the peer's wgmma by that
-// barrier as a bulk copy is, with no cluster-scope fence on the storing side.
-[[maybe_unused]] __device__ __forceinline__ void st_async_v4(uint32_t addr, const uint4& v, uint32_t bar) {
-#if DSPARKCTL_CLUSTER_GATHER
-  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];\n" ::"r"(addr),
-               "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "r"(bar)
-               : "memory");
-#endif
-}
-// One arrival on the peer's mbarrier (release at CTA scope, as CUTLASS's cluster pipelines
-// signal a buffer free: the arriving threads' reads of it are complete).
-[[maybe_unused]] __device__ __forceinline__ void mbar_arrive_remote(uint32_t addr) {
-#if DSPARKCTL_CLUSTER_GATHER
-  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(addr) : "memory");
-#endif
-}
-
 // D[64 x 32] += A[64 x 16] . B[32 x 16]^T, both K-major by descriptor, fp32 accumulators in
 // the mma.sync m16n8 C layout: warp w % 4 of the warpgroup holds rows 16 (w % 4) + lane / 4
 // (+ 8), d[n][.] the columns 8 n + 2 (lane % 4) (+ 1). TRANS_A (v30): A is MN-major instead
@@ -1959,21 +1932,6 @@ __device__ __forceinline__ void ws_write_rows(const SparseMlaParams& p, const fl
   }
 }
 
-// A consumer thread is done with KV buffer b. CL = 2: the peer's producer writes into it too, so
-// it counts this thread on both CTAs' empty[b], and only where a producer will wait for it
-// (tile it + 2 exists): then no arrival reaches a CTA of the cluster after its last wait.
-template <int CL>
-__device__ __forceinline__ void ws_release_buffer(uint64_t* empty, int b, uint32_t peer, bool awaited) {
-  if constexpr (CL == 2) {
-    if (awaited) {
-      mbar_arrive(&empty[b]);
-      mbar_arrive_remote(mapa_peer(&empty[b], peer));
-    }
-  } else {
-    mbar_arrive(&empty[b]);
-  }
-}
-
 // The P hand-off between the consumer warpgroups: the side that produces arrives and runs on.
 // -DDSPARKCTL_WS_RACECHECK_SYNC (a racecheck build, never shipped) makes both sides wait (a
 // rendezvous): compute-sanitizer's racecheck reports hazards behind later barriers in kernels
@@ -1991,22 +1949,10 @@ __device__ __forceinline__ void ws_handoff(int id, int n) {
 #endif
 }
 
-// CL = 2: candidate 32 r + i's raw row (576 bytes) in buffer of CTA r: in CTA r's half of nope
-// block i / 7 (rows 32 r .. 32 r + 31 of a swizzled block are its bytes 4096 r .. + 4095), 7 rows
-// to a half block, so the peer's converted rows (the other halves) never overwrite it.
-__device__ __forceinline__ int ws_half_raw(uint32_t r, int i) { return (i / 7) * 8192 + int(r) * 4096 + (i % 7) * kRowBytes; }
-static_assert(7 * kRowBytes <= 4096 && (31 / 7) < kDN / 64, "32 raw rows fit the halves of the first nope blocks");
-
-// CL = 2 (v35): the two head blocks of a token (128 heads) run as a 2-CTA cluster whose
-// producers each gather and convert half of every tile (CTA r the candidates 32 r .. 32 r + 31)
-// and store the converted rows into both CTAs' buffers: half the bytes in flight and half the
-// conversion per producer (v34's timeline: the producer's copy issue + conversion, ~6,600
-// cycles a tile, bounded the kernel). Only the 16-byte path (bulk copies into raw slots the
-// peer never writes) has it.
-template <int VEC, int CL>
-__device__ __forceinline__ void sparse_mla_decode_ws_body(const SparseMlaParams& p, int num_splits, int head_blocks) {
+template <int VEC>
+__global__ void __launch_bounds__(kWsThreads, 1)
+    sparse_mla_decode_ws_kernel(const SparseMlaParams p, int num_splits, int head_blocks) {
 #if DSPARKCTL_WGMMA
-  static_assert(CL == 1 || (CL == 2 && VEC == 16), "clusters only on the bulk-copy path");
   using W = WsCfg;
   constexpr int M = W::M, BN = W::BN;
   extern __shared__ __align__(1024) uint8_t smem[];
@@ -2032,16 +1978,11 @@ __device__ __forceinline__ void sparse_mla_decode_ws_body(const SparseMlaParams&
   const int t = blockIdx.x / head_blocks;
   const int h0 = (blockIdx.x - t * head_blocks) * M;
   const int split = blockIdx.y;
-  // CL = 2: a tile is full once this CTA's producer threads arrived and the peer's half landed
-  // (32 KB of asynchronous stores counted on the barrier), and a buffer is free once both
-  // CTAs' consumers are done with it (the peer's producer stores into it too)
-  const uint32_t rank = CL == 2 ? cluster_rank() : 0u;
-  const uint32_t peer = rank ^ 1u;
   if (tid == 0) {
     mbar_init(&full[0], 128);
     mbar_init(&full[1], 128);
-    mbar_init(&empty[0], 256 * CL);
-    mbar_init(&empty[1], 256 * CL);
+    mbar_init(&empty[0], 256);
+    mbar_init(&empty[1], 256);
     mbar_init(&rawbar[0], 1);
     mbar_init(&rawbar[1], 1);
   }
@@ -2050,10 +1991,6 @@ __device__ __forceinline__ void sparse_mla_decode_ws_body(const SparseMlaParams&
     g_tl_main[blockIdx.y * gridDim.x + blockIdx.x][0] = tl_globaltimer();
 #endif
   __syncthreads();
-  if constexpr (CL == 2) {  // no remote arrival before the peer's barriers exist
-    cluster_arrive();
-    cluster_wait();
-  }
 
   // The split's tile range, as the main kernel cuts it (the full tile range of topk + extra,
   // clipped to the row's valid tiles), so plans and combines are shared.
@@ -2108,32 +2045,21 @@ __device__ __forceinline__ void sparse_mla_decode_ws_body(const SparseMlaParams&
         sValid[b * BN + pt] = off >= 0 ? 1 : 0;
         cp_async<8>(sScl + (b * BN + pt) * 8, c->base + (off >= 0 ? soff : 0), off >= 0);
       }
+      DSPARKCTL_WS_TL(4);           // issue, part 1: the next tile's ids, this tile's offsets and scale copies
       nbar_sync(kWsProducer, 128);  // the tile's row offsets
+      DSPARKCTL_WS_TL(5);           // issue, part 2: the producer barrier
       uint8_t* dst = smem + W::OFF_KV + b * W::TILE;
       if constexpr (VEC == 16) {
         // v31d: one bulk copy per valid candidate row (576 contiguous bytes) into raw slot
         // cand * 576 of the buffer, all counted on rawbar[b]; invalid rows are zeroed at conversion.
-        if constexpr (CL == 2) {
-          // this CTA's half: candidates 32 rank + i into raw slots in its own half of the
-          // buffer's blocks (ws_half_raw), where the peer's converted rows never land
-          if (warp == 8) {
-            const uint32_t n = __popc(__ballot_sync(0xffffffffu, sValid[b * BN + 32 * rank + lane] != 0));
-            if (lane == 0) mbar_expect_tx(&rawbar[b], n * uint32_t(kRowBytes));
-          }
-          if (pt < 32) {
-            const int64_t off = sOffP[b * BN + 32 * rank + pt];
-            if (off >= 0) bulk_copy(dst + ws_half_raw(rank, pt), c->base + off, kRowBytes, &rawbar[b]);
-          }
-        } else {
-          if (warp == 8) {
-            const uint32_t n = __popc(__ballot_sync(0xffffffffu, sValid[b * BN + lane] != 0)) +
-                               __popc(__ballot_sync(0xffffffffu, sValid[b * BN + 32 + lane] != 0));
-            if (lane == 0) mbar_expect_tx(&rawbar[b], n * uint32_t(kRowBytes));
-          }
-          if (pt < BN) {
-            const int64_t off = sOffP[b * BN + pt];
-            if (off >= 0) bulk_copy(dst + pt * kRowBytes, c->base + off, kRowBytes, &rawbar[b]);
-          }
+        if (warp == 8) {
+          const uint32_t n = __popc(__ballot_sync(0xffffffffu, sValid[b * BN + lane] != 0)) +
+                             __popc(__ballot_sync(0xffffffffu, sValid[b * BN + 32 + lane] != 0));
+          if (lane == 0) mbar_expect_tx(&rawbar[b], n * uint32_t(kRowBytes));
+        }
+        if (pt < BN) {
+          const int64_t off = sOffP[b * BN + pt];
+          if (off >= 0) bulk_copy(dst + pt * kRowBytes, c->base + off, kRowBytes, &rawbar[b]);
         }
         cp_async_commit();
         return;
@@ -2157,59 +2083,6 @@ __device__ __forceinline__ void sparse_mla_decode_ws_body(const SparseMlaParams&
       }
       cp_async_commit();
     };
-    // CL = 2: this CTA's 32 candidates of buffer b (16-byte units: block i, candidate, quarter
-    // row), converted in place as below and stored into both CTAs' buffers. Every CTA loads all
-    // 64 rows' scale bytes, so both scale by the same tile maximum and the tiles they hold are
-    // bit for bit those of the one-CTA form (so are the outputs).
-    auto convert_half = [&](int b, const uint8_t* base, __nv_bfloat16* sKV) {
-      constexpr int HU = (kDN / 64) * 32 * 4 / 128, HR = 32 * 8 / 128;
-      static_assert(HU == kDN / 64, "unit i of a thread is nope block i");
-      const int pc = tid_fresh() - 256;
-      uint4 raw[HU], rope[HR];
-#pragma unroll
-      for (int i = 0; i < HU; ++i) {
-        const int u = pc + i * 128, loc = (u & 127) >> 2;
-        const bool ok = sValid[b * BN + 32 * rank + loc] != 0;
-        raw[i] = ok ? *reinterpret_cast<const uint4*>(base + ws_half_raw(rank, loc) + i * 64 + (u & 3) * 16)
-                    : make_uint4(0, 0, 0, 0);
-      }
-#pragma unroll
-      for (int i = 0; i < HR; ++i) {
-        const int r = pc + i * 128, loc = r >> 3;
-        const bool ok = sValid[b * BN + 32 * rank + loc] != 0;
-        rope[i] = ok ? *reinterpret_cast<const uint4*>(base + ws_half_raw(rank, loc) + kDN + (r & 7) * 16)
-                     : make_uint4(0, 0, 0, 0);
-      }
-      nbar_sync(kWsProducer, 128);  // every raw byte read before a converted row overwrites it; the tile max
-      const uint32_t maxb = max(sPmax[b * 4], sPmax[b * 4 + 1]);  // both CTAs: from all 64 rows' scales
-      if (pt == 0) sEtile[b] = int(maxb) - 127;
-      const uint32_t peer_kv = mapa_peer(sKV, peer), peer_full = mapa_peer(&full[b], peer);
-#pragma unroll
-      for (int i = 0; i < HU; ++i) {
-        const int u = pc + i * 128, cand = 32 * int(rank) + ((u & 127) >> 2), q4 = u & 3;
-        const uint32_t mult = f16_pow2x2(sScl[(b * BN + cand) * 8 + i], maxb);
-        const uint32_t* w = reinterpret_cast<const uint32_t*>(&raw[i]);
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {  // 8 fp8 values (two words) -> one 16-byte piece of fp16
-          const int e = sw128_off<BN>(cand, i * 64 + q4 * 16 + 8 * h);
-          const uint4 v = make_uint4(fp8x2_to_f16x2(w[2 * h] & 0xffffu, mult), fp8x2_to_f16x2(w[2 * h] >> 16, mult),
-                                     fp8x2_to_f16x2(w[2 * h + 1] & 0xffffu, mult), fp8x2_to_f16x2(w[2 * h + 1] >> 16, mult));
-          *reinterpret_cast<uint4*>(sKV + e) = v;
-          st_async_v4(peer_kv + uint32_t(e) * 2u, v, peer_full);
-        }
-      }
-#pragma unroll
-      for (int i = 0; i < HR; ++i) {
-        const int r = pc + i * 128, cand = 32 * int(rank) + (r >> 3);
-        const int e = sw128_off<BN>(cand, kDN + (r & 7) * 8);
-        *reinterpret_cast<uint4*>(sKV + e) = rope[i];
-        st_async_v4(peer_kv + uint32_t(e) * 2u, rope[i], peer_full);
-      }
-      fence_proxy_async_smem();
-      // one thread also expects the peer's half: 32 rows x 512 dims x 2 bytes of st.async
-      if (pt == 0) mbar_expect_tx(&full[b], 32u * kD * 2u);
-      else mbar_arrive(&full[b]);
-    };
     auto convert = [&](int it) {
       const int b = (it - tile_begin) & 1;
       cp_async_wait_all();
@@ -2230,11 +2103,6 @@ __device__ __forceinline__ void sparse_mla_decode_ws_body(const SparseMlaParams&
       }
       const uint8_t* base = smem + W::OFF_KV + b * W::TILE;
       __nv_bfloat16* sKV = kv_tile(b);
-      if constexpr (CL == 2) {
-        convert_half(b, base, sKV);
-        DSPARKCTL_WS_TL(3);  // converted, stored, published
-        return;
-      }
       const int pc = tid_fresh() - 256;
       uint4 raw[UPT][2];
       uint4 rope[VEC == 16 ? BN * 8 / 128 : 1];
@@ -2298,13 +2166,13 @@ __device__ __forceinline__ void sparse_mla_decode_ws_body(const SparseMlaParams&
     for (int it = tile_begin + 1; it < tile_end; ++it) {
       convert(it - 1);
       const int j = it - tile_begin;
-      if (j >= 2) mbar_wait(&empty[j & 1], uint32_t((j >> 1) - 1) & 1u);  // tile j - 2 is done with the buffer (CL = 2: in both CTAs)
+      if (j >= 2) mbar_wait(&empty[j & 1], uint32_t((j >> 1) - 1) & 1u);  // tile j - 2 is done with the buffer
       DSPARKCTL_WS_TL(2);  // buffer free
       issue(it);
       DSPARKCTL_WS_TL(0);  // copies issued
     }
     if (tile_begin < tile_end) convert(tile_end - 1);
-    DSPARKCTL_WS_TL_STORE(pt == 0, 13, 4)
+    DSPARKCTL_WS_TL_STORE(pt == 0, 13, 7)
     // the consumers' epilogue barriers are whole-CTA ones: the producer takes part, idle (v32:
     // with 256-thread named barriers there, racecheck reported the staging writes against the
     // read-back behind them, a few hazards a run in different places each run, even on a barrier
@@ -2485,7 +2353,7 @@ __device__ __forceinline__ void sparse_mla_decode_ws_body(const SparseMlaParams&
         wgmma_pv_m64n64<false>(orp, dp16 + ka, dv + ((3 * BN * 128) >> 4) + kb);
       }
       wgmma_commit_wait();
-      ws_release_buffer<CL>(empty, b, peer, it + 2 < tile_end);
+      mbar_arrive(&empty[b]);
       DSPARKCTL_WS_TL(5);  // P.V (dims 0-255)
     }
     // the rows' sums over the quad, then their lse and output factors
@@ -2534,7 +2402,7 @@ __device__ __forceinline__ void sparse_mla_decode_ws_body(const SparseMlaParams&
       }
       wgmma_commit_wait();
       if (it + 1 < tile_end) ws_handoff(kWsPFree, kCT);
-      ws_release_buffer<CL>(empty, b, peer, it + 2 < tile_end);
+      mbar_arrive(&empty[b]);
       DSPARKCTL_WS_TL(1);  // P.V (dims 256-511)
     }
     DSPARKCTL_WS_TL_STORE(tid == 128, 11, 2)
@@ -2569,17 +2437,6 @@ __device__ __forceinline__ void sparse_mla_decode_ws_body(const SparseMlaParams&
 #else
   __trap();  // launched only on sm_90 devices, whose build is sm_90a
 #endif
-}
-
-template <int VEC>
-__global__ void __launch_bounds__(kWsThreads, 1)
-    sparse_mla_decode_ws_kernel(const SparseMlaParams p, int num_splits, int head_blocks) {
-  sparse_mla_decode_ws_body<VEC, 1>(p, num_splits, head_blocks);
-}
-// v35: the same as 2-CTA clusters over a token's two head blocks (launched with cluster dims 2)
-__global__ void __launch_bounds__(kWsThreads, 1)
-    sparse_mla_decode_ws_cluster_kernel(const SparseMlaParams p, int num_splits, int head_blocks) {
-  sparse_mla_decode_ws_body<16, 2>(p, num_splits, head_blocks);
 }
 
 // ---------------------------------------------------------------- split combine
@@ -2782,24 +2639,10 @@ constexpr bool kWarpSpecialized = false;
 constexpr bool kWarpSpecialized = true;
 #endif
 
-// -DDSPARKCTL_NO_WS_CLUSTER: the warp-specialized kernel without v35's 2-CTA clusters (A/B builds).
-#ifdef DSPARKCTL_NO_WS_CLUSTER
-constexpr bool kWsCluster = false;
-#else
-constexpr bool kWsCluster = true;
-#endif
-
-// v31: the 64 x 64 tiles by the warp-specialized kernel (sm_90 devices, sm_90a code); CL = 2
-// its 2-CTA cluster form (v35, 16-byte path).
-template <int VEC, int CL = 1>
+// v31: the 64 x 64 tiles by the warp-specialized kernel (sm_90 devices, sm_90a code).
+template <int VEC>
 cudaError_t prepared_ws_kernel(void (**out)(const SparseMlaParams, int, int)) {
-  void (*kernel)(const SparseMlaParams, int, int) = nullptr;
-  if constexpr (CL == 2) {
-    static_assert(VEC == 16, "clusters only on the bulk-copy path");
-    kernel = sparse_mla_decode_ws_cluster_kernel;
-  } else {
-    kernel = sparse_mla_decode_ws_kernel<VEC>;
-  }
+  auto kernel = sparse_mla_decode_ws_kernel<VEC>;
   static bool attr_set[kMaxDevices] = {};
   int device = 0;
   cudaError_t e = cudaGetDevice(&device);
@@ -2823,7 +2666,7 @@ cudaError_t launch_main(const SparseMlaParams& p, const SparseMlaPlan& plan, int
   // where the plan says so (sparse_mla_cluster_gather: 16-head CTAs over 64-candidate tiles)
   // and the 16-byte copy path runs; grid.x (T x head blocks) is a multiple of the cluster size.
   constexpr bool kClusterLayout = kClusterGather && MT == 1 && BN == 64 && VEC == 16;
-  int cluster = kClusterLayout && plan.cluster == head_blocks ? plan.cluster : 1;
+  const int cluster = kClusterLayout && plan.cluster == head_blocks ? plan.cluster : 1;
   void (*kernel)(const SparseMlaParams, int, int) = nullptr;
   cudaError_t e = cudaSuccess;
   int threads = kThreads, smem = C::SMEM > smem_min ? C::SMEM : smem_min;
@@ -2835,13 +2678,7 @@ cudaError_t launch_main(const SparseMlaParams& p, const SparseMlaPlan& plan, int
       e = cudaGetDevice(&device);
       if (e != cudaSuccess) return e;
       if (!kWarpSpecialized || device_info(device).major != 9) return cudaErrorInvalidValue;
-      // v35: a token's two head blocks (128 heads) as one 2-CTA cluster, on the 16-byte path
-      if (kWsCluster && kClusterGather && VEC == 16 && head_blocks == 2) {
-        if constexpr (VEC == 16) e = prepared_ws_kernel<16, 2>(&kernel);
-        cluster = 2;
-      } else {
-        e = prepared_ws_kernel<VEC>(&kernel);
-      }
+      e = prepared_ws_kernel<VEC>(&kernel);
       threads = kWsThreads;
       smem = WsCfg::SMEM;
     } else {

@@ -78,16 +78,15 @@ def test_phase_timeline_harness_compiles(tmp_path: Path) -> None:
 
 
 def _ptxas_registers(out: str) -> dict[str, tuple[int, int]]:
-    """ptxas -v output -> {decode kernel '<MT,BN,VEC>', warp-specialized 'ws<VEC>' or its cluster
-    form 'ws_cluster': (registers, spill store bytes)}."""
+    """ptxas -v output -> {decode kernel '<MT,BN,VEC>' or warp-specialized 'ws<VEC>': (registers,
+    spill store bytes)}."""
     res: dict[str, tuple[int, int]] = {}
     name, spill = None, 0
     for line in out.splitlines():
         m = re.search(r"Compiling entry function '\S*sparse_mla_decode_kernelILi(\d+)ELi(\d+)ELi(\d+)E", line)
         w = re.search(r"Compiling entry function '\S*sparse_mla_decode_ws_kernelILi(\d+)E", line)
-        c = re.search(r"Compiling entry function '\S*sparse_mla_decode_ws_cluster_kernel", line)
-        if m or w or c:
-            name, spill = (f"<{m[1]},{m[2]},{m[3]}>" if m else f"ws<{w[1]}>" if w else "ws_cluster"), 0
+        if m or w:
+            name, spill = (f"<{m[1]},{m[2]},{m[3]}>" if m else f"ws<{w[1]}>"), 0
             continue
         m = re.search(r"(\d+) bytes spill stores", line)
         if m and name:
@@ -130,7 +129,6 @@ def test_sm120_register_budget_build_on_hopper(tmp_path: Path) -> None:
     # role to (384 threads x 168 registers), and a spill was the first sign of a budget too small
     for v in (8, 16):
         assert regs["hopper"][f"ws<{v}>"] == (168, 0), regs["hopper"][f"ws<{v}>"]
-    assert regs["hopper"]["ws_cluster"] == (168, 0), regs["hopper"]["ws_cluster"]  # v35
 
 
 @pytest.fixture(scope="module")
@@ -161,11 +159,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         text = (tmp_path / f"{k}.ptx").read_text()
         res[k] = {}
         for part in re.split(r"^(?:\.visible )?\.entry ", text, flags=re.M)[1:]:
-            m = re.match(
-                r"\S*?(sparse_mla_(?:decode|combine)_kernelILi\d+ELi\d+(?:ELi\d+)?E|sparse_mla_decode_ws_kernelILi\d+E"
-                r"|sparse_mla_decode_ws_cluster_kernel)(Lb1E)?",
-                part,
-            )
+            m = re.match(r"\S*?(sparse_mla_(?:decode|combine)_kernelILi\d+ELi\d+(?:ELi\d+)?E|sparse_mla_decode_ws_kernelILi\d+E)(Lb1E)?", part)
             assert m, part[:200]
             res[k][m[1] + ("+cluster" if m[2] else "")] = part  # v27's clustered instantiation
         assert len(res[k]) >= 10, (k, sorted(res[k]))
@@ -188,7 +182,7 @@ def test_wgmma_only_in_the_sm90a_64_candidate_tiles_of_32_and_64_heads(kernel_pt
     only; elsewhere it is a trapping stub that no plan launches."""
     hopper = kernel_ptx["sm_90a"]
     with_wgmma = {name for name, body in hopper.items() if "wgmma.mma_async" in body}
-    ws = {f"sparse_mla_decode_ws_kernelILi{v}E" for v in (8, 16)} | {"sparse_mla_decode_ws_cluster_kernel"}
+    ws = {f"sparse_mla_decode_ws_kernelILi{v}E" for v in (8, 16)}
     expected = {f"sparse_mla_decode_kernelILi{m}ELi64ELi{v}E" for m in (2, 4) for v in (8, 16)} | ws
     assert with_wgmma == expected, sorted(with_wgmma)
     for name in ws:
@@ -226,31 +220,17 @@ def test_multicast_copies_only_in_the_sm90a_cluster_kernel(kernel_ptx: dict[str,
     live in one sm_90a instantiation (16 heads x 64 candidates, 16-byte path); every other kernel
     keeps the plain per-CTA cp.async gather, and SM120 / SM121 get none of it. (The sm_90a
     warp-specialized kernel has mbarriers of its own, its producer / consumer ring, and bulk copies
-    into its own CTA on the 16-byte path: no multicast, no cluster barrier. Its v35 cluster form
-    has one cluster barrier, after the mbarriers' init, and reaches the peer CTA only by
-    st.async counted on the peer's barrier and by remote arrivals.)"""
+    into its own CTA on the 16-byte path: no multicast, no cluster barrier.)"""
     cluster_ops = ("multicast::cluster", "mbarrier.try_wait", "barrier.cluster")
     ws = {"sparse_mla_decode_ws_kernelILi8E", "sparse_mla_decode_ws_kernelILi16E"}
-    wsc = "sparse_mla_decode_ws_cluster_kernel"
     for target, kernels in _shipped_and_no_wgmma(kernel_ptx).items():
-        with_ops = {
-            name for name, body in kernels.items() if any(op in body for op in cluster_ops) and name not in ws | {wsc}
-        }
+        with_ops = {name for name, body in kernels.items() if any(op in body for op in cluster_ops) and name not in ws}
         expected = {"sparse_mla_decode_kernelILi1ELi64ELi16E+cluster"} if target.startswith("sm_90a") else set()
         assert with_ops == expected, (target, sorted(with_ops))
         for name in ws:
             body = kernels[name]
             assert "multicast" not in body and "barrier.cluster" not in body, (target, name)
             assert ("mbarrier.try_wait" in body) == (target == "sm_90a"), (target, name)
-        body = kernels[wsc]
-        assert "multicast" not in body, target
-        if target == "sm_90a":
-            assert body.count("barrier.cluster.arrive") == 1 and body.count("barrier.cluster.wait") == 1
-            assert body.index("mbarrier.init") < body.index("barrier.cluster.wait") < body.index("st.async")
-            assert "st.async.shared::cluster.mbarrier::complete_tx::bytes" in body
-            assert "mbarrier.arrive.shared::cluster" in body and "st.shared::cluster" not in body
-        else:
-            assert "trap;" in body and "barrier.cluster" not in body and "st.async" not in body, target
     assert "cp.async.bulk.shared::cluster.global" in kernel_ptx["sm_90a"]["sparse_mla_decode_ws_kernelILi16E"]
     body = kernel_ptx["sm_90a"]["sparse_mla_decode_kernelILi1ELi64ELi16E+cluster"]
     assert all(op in body for op in cluster_ops)
@@ -266,7 +246,7 @@ def test_no_global_access_before_the_grid_dependency_wait(kernel_ptx: dict[str, 
     global_access = re.compile(r"\b(?:ld|st|atom|red)\.global|\bcp\.async\.|\bld\.global\.nc|\bprefetch\.global")
     for target, kernels in _shipped_and_no_wgmma(kernel_ptx).items():
         for name, body in kernels.items():
-            if name.startswith("sparse_mla_decode_ws") and target != "sm_90a":  # the trapping stub: no access at all
+            if "ws_kernel" in name and target != "sm_90a":  # the trapping stub: no access at all
                 assert "trap;" in body and not global_access.search(body), (target, name)
                 continue
             assert body.count("griddepcontrol.wait") == 1, (target, name)
@@ -286,7 +266,7 @@ def test_racecheck_build_differs_only_in_the_ws_hand_off(kernel_ptx: dict[str, d
     ship, rc = kernel_ptx["sm_90a"], kernel_ptx["sm_90a_ws_racecheck_sync"]
     assert ship.keys() == rc.keys()
     for name, body in ship.items():
-        if name.startswith("sparse_mla_decode_ws"):
+        if "ws_kernel" in name:
             assert body.count("bar.arrive") == 2 and "bar.arrive" not in rc[name], name
             assert rc[name] == body.replace("bar.arrive", "bar.sync"), name
         else:

@@ -13,8 +13,8 @@ echo "smoke rc=$? $(tail -1 $R/smoke.log)"
 if grep -qE "failed|error|Timeout" $R/smoke.log || ! grep -q " passed" $R/smoke.log; then grep -E "^E |Error|assert" $R/smoke.log | head -30; cd $R && tar czf $OUT/r.tgz . ; exit 0; fi
 ( OUT=$R/ab TESTS=1 ROUNDS=2 NVCC_EXTRA_OLD=-DDSPARKCTL_NO_WS_CLUSTER BENCH_EXTRA="--heads 128" timeout 330 bash bench/kernel_ab.sh . ) > $R/ab.txt 2>&1
 grep -E "passed|failed" $R/ab/gpu_tests.log | tail -1; sed -n '/^shape/,$p' $R/ab.txt
-for side in old new; do DSPARKCTL_KERNEL_SO=/tmp/kab_$side/$SO timeout 60 python3 bench/ws_cluster_outputs.py $R/ws_out_$side.pt > $R/ws_out_$side.log 2>&1 || tail -3 $R/ws_out_$side.log; done
-python3 bench/ws_cluster_outputs.py --compare $R/ws_out_old.pt $R/ws_out_new.pt; echo "bitwise rc=$?"; rm -f $R/*.pt
+for side in old new; do DSPARKCTL_KERNEL_SO=/tmp/kab_$side/$SO timeout 60 python3 bench/results/kernel_h200_v35_ws_cluster/ws_cluster_outputs.py $R/ws_out_$side.pt > $R/ws_out_$side.log 2>&1 || tail -3 $R/ws_out_$side.log; done
+python3 bench/results/kernel_h200_v35_ws_cluster/ws_cluster_outputs.py --compare $R/ws_out_old.pt $R/ws_out_new.pt; echo "bitwise rc=$?"; rm -f $R/*.pt
 P=bench/racecheck_ws_probe.py
 DSPARKCTL_KERNEL_SO=/tmp/kb_new/$SO timeout 90 compute-sanitizer --tool memcheck python3 $P > $R/memcheck_ws.log 2>&1
 echo "memcheck: $(grep -c '^ok' $R/memcheck_ws.log) ok | $(grep SUMMARY $R/memcheck_ws.log)"
