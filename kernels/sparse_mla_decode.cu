@@ -1873,6 +1873,12 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
 // The numerics are the 64 x 64 wgmma kernel's (same operands, same instruction shapes and
 // order per output element), so its tolerances and the verify-path property carry over.
 constexpr int kWsThreads = 384;
+// Bulk copies issued per producer warp (v36; 32 = two warps, v32-v35's mapping).
+#ifndef DSPARKCTL_WS_COPY_LANES
+#define DSPARKCTL_WS_COPY_LANES 16
+#endif
+constexpr int kWsCopyLanes = DSPARKCTL_WS_COPY_LANES;
+static_assert(kWsCopyLanes * 4 >= 64 && kWsCopyLanes <= 32, "the 4 producer warps cover a 64-candidate tile");
 enum WsBarrier : int { kWsPReady = 1, kWsPFree = 2, kWsProducer = 3, kWsConsumers = 4 };
 struct WsCfg {
   static constexpr int M = 64, BN = 64;
@@ -2057,9 +2063,12 @@ __global__ void __launch_bounds__(kWsThreads, 1)
                              __popc(__ballot_sync(0xffffffffu, sValid[b * BN + 32 + lane] != 0));
           if (lane == 0) mbar_expect_tx(&rawbar[b], n * uint32_t(kRowBytes));
         }
-        if (pt < BN) {
-          const int64_t off = sOffP[b * BN + pt];
-          if (off >= 0) bulk_copy(dst + pt * kRowBytes, c->base + off, kRowBytes, &rawbar[b]);
+        // v36: the copies spread over the producer's warps (kWsCopyLanes each): v35's timeline had
+        // a warp take ~3,000 cycles to issue 32 bulk copies, with two warps or one alike
+        if (lane < kWsCopyLanes) {
+          const int cand = (warp - 8) * kWsCopyLanes + lane;
+          const int64_t off = cand < BN ? sOffP[b * BN + cand] : -1;
+          if (off >= 0) bulk_copy(dst + cand * kRowBytes, c->base + off, kRowBytes, &rawbar[b]);
         }
         cp_async_commit();
         return;
