@@ -93,7 +93,7 @@ __device__ __forceinline__ unsigned long long tl_globaltimer() {
   if (threadIdx.x == 0 && blockIdx.x < kTlMaxCtas) g_tl_combine[blockIdx.x][slot] = tl_globaltimer()
 // v31 warp-specialized kernel: each role's lead thread sums its phases' cycles in registers and
 // stores them to phase slots base.. at the end (warpgroup 0: 4-10, warpgroup 1: 11-12,
-// producer: 13-16, and 17-19 for the parts of its copy issue, v35); slots 0-3 as above, by thread 0.
+// producer: 13-16, and 17-18 for the parts of its copy issue, v35); slots 0-3 as above, by thread 0.
 #define DSPARKCTL_WS_TL_DECL                 \
   unsigned long long ws_tl[7] = {};          \
   unsigned long long ws_c = clock64();
@@ -2181,7 +2181,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       DSPARKCTL_WS_TL(0);  // copies issued
     }
     if (tile_begin < tile_end) convert(tile_end - 1);
-    DSPARKCTL_WS_TL_STORE(pt == 0, 13, 7)
+    DSPARKCTL_WS_TL_STORE(pt == 0, 13, 6)
     // the consumers' epilogue barriers are whole-CTA ones: the producer takes part, idle (v32:
     // with 256-thread named barriers there, racecheck reported the staging writes against the
     // read-back behind them, a few hazards a run in different places each run, even on a barrier
