@@ -92,8 +92,9 @@ __device__ __forceinline__ unsigned long long tl_globaltimer() {
 #define DSPARKCTL_TL_COMBINE(slot) \
   if (threadIdx.x == 0 && blockIdx.x < kTlMaxCtas) g_tl_combine[blockIdx.x][slot] = tl_globaltimer()
 // v31 warp-specialized kernel: each role's lead thread sums its phases' cycles in registers and
-// stores them to phase slots base.. at the end (warpgroup 0: 4-10, warpgroup 1: 11-12,
-// producer: 13-16, and 17-18 for the parts of its copy issue, v35); slots 0-3 as above, by thread 0.
+// stores them to phase slots base.. at the end (warpgroup 0: 4-10, warpgroup 1: 11-12 and 19
+// for its copy issue (v37), producer: 13-16, and 17-18 for the parts of its copy issue, v35);
+// slots 0-3 as above, by thread 0.
 #define DSPARKCTL_WS_TL_DECL                 \
   unsigned long long ws_tl[7] = {};          \
   unsigned long long ws_c = clock64();
@@ -107,6 +108,8 @@ __device__ __forceinline__ unsigned long long tl_globaltimer() {
   if ((lead) && blockIdx.y * gridDim.x + blockIdx.x < kTlMaxCtas) {                                \
     for (int i = 0; i < (n); ++i) g_tl_main[blockIdx.y * gridDim.x + blockIdx.x][(base) + i] = ws_tl[i]; \
   }
+#define DSPARKCTL_WS_TL_STORE_AT(lead, i, slot) \
+  if ((lead) && blockIdx.y * gridDim.x + blockIdx.x < kTlMaxCtas) g_tl_main[blockIdx.y * gridDim.x + blockIdx.x][slot] = ws_tl[i];
 #else
 constexpr int kTlSmemBytes = 0;
 #define DSPARKCTL_TL_BEGIN(smem_tl)
@@ -116,6 +119,7 @@ constexpr int kTlSmemBytes = 0;
 #define DSPARKCTL_WS_TL_DECL
 #define DSPARKCTL_WS_TL(i) do {} while (0)
 #define DSPARKCTL_WS_TL_STORE(lead, base, n)
+#define DSPARKCTL_WS_TL_STORE_AT(lead, i, slot)
 #endif
 
 template <int MT, int BN>
@@ -213,6 +217,7 @@ __device__ __forceinline__ void cp_async(void* dst, const void* src, bool valid)
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+[[maybe_unused]] __device__ __forceinline__ void cp_async_wait_one() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
 __device__ __forceinline__ float fast_exp2(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
@@ -1855,20 +1860,21 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
 }
 
 // ---------------------------------------------------------------- v31: warp-specialized 64 x 64 tiles (sm_90a)
-// Run where the plan says so (sparse_mla_warp_specialized, v32: 128-head chains on Hopper) or
+// Run where the plan says so (sparse_mla_warp_specialized, v37: every 64-head LARGE plan on Hopper) or
 // where a caller forces it (kConfigLargeWs); its body is compiled only where wgmma is (sm_90a).
 // The 64-head x 64-candidate tiles with the dequantization off the tensor cores' critical path
 // (v20-v30 ran it between the MMA phases: ~2,000 of a tile's ~9,000 cycles, plus ~1,000 for
 // the copy issue and barrier). Three warpgroups:
-//  - warpgroup 2, the producer: copies each tile's raw rows into the KV buffer it will occupy
-//    (no separate raw staging buffer: its 37 KB is what lets two dequantized tiles fit; on the
-//    16-byte path one bulk copy per row, v32), converts them there in place (nope fp16 scaled
-//    to the tile's largest scale, rope bf16 as is), and copies tile i+1 while the consumers
-//    still work on tile i-1.
+//  - warpgroup 2, the producer: each tile's raw rows are copied into the KV buffer the tile
+//    will occupy (no separate raw staging buffer: its 37 KB is what lets two dequantized tiles
+//    fit; on the 16-byte path one bulk copy per row, v32), and the producer converts them there
+//    in place (nope fp16 scaled to the tile's largest scale, rope bf16 as is). It prepares each
+//    tile's row offsets two tiles ahead and issues the copies of tiles 0 and 1 itself.
 //  - warpgroup 0: S = Q K^T (64 x 64, wgmma), the softmax, P to shared memory, then O's dims
 //    0-255 (nope) += P V.
 //  - warpgroup 1: O's dims 256-447 (nope) and 448-511 (rope, P hi + lo) += P V, while
-//    warpgroup 0 already runs the next tile's S.
+//    warpgroup 0 already runs the next tile's S; then (v37, 16-byte path) the bulk copies of
+//    tile j + 2 into the buffer tile j leaves, which the producer used to issue in its own loop.
 // Shared memory: Q 64 KB + two KV tiles 128 KB + P (fp16, bf16 hi, bf16 lo) 24 KB = 216 KB.
 // The numerics are the 64 x 64 wgmma kernel's (same operands, same instruction shapes and
 // order per output element), so its tolerances and the verify-path property carry over.
@@ -1879,6 +1885,13 @@ constexpr int kWsThreads = 384;
 #endif
 constexpr int kWsCopyLanes = DSPARKCTL_WS_COPY_LANES;
 static_assert(kWsCopyLanes * 4 >= 64 && kWsCopyLanes <= 32, "the 4 producer warps cover a 64-candidate tile");
+// v37: on the 16-byte path, warpgroup 1 issues the bulk copies of tiles 2.. (it frees their
+// buffers); -DDSPARKCTL_WS_PRODUCER_COPIES builds v36's loop (the producer copies every tile).
+#ifdef DSPARKCTL_WS_PRODUCER_COPIES
+[[maybe_unused]] constexpr bool kWsConsumerCopiesOn = false;
+#else
+[[maybe_unused]] constexpr bool kWsConsumerCopiesOn = true;
+#endif
 enum WsBarrier : int { kWsPReady = 1, kWsPFree = 2, kWsProducer = 3, kWsConsumers = 4 };
 struct WsCfg {
   static constexpr int M = 64, BN = 64;
@@ -1894,16 +1907,19 @@ struct WsCfg {
   static constexpr int OFF_P16 = OFF_KV + 2 * TILE;
   static constexpr int OFF_PHI = OFF_P16 + M * BN * 2;
   static constexpr int OFF_PLO = OFF_PHI + M * BN * 2;
-  static constexpr int OFF_VALID = OFF_PLO + M * BN * 2;  // uint8 [2][BN]
-  static constexpr int OFF_ETILE = OFF_VALID + 2 * BN;     // int [2]: the tile's V exponent
+  // v37: the per-tile slots the producer fills ahead (valid flags, row offsets, scale bytes) are
+  // indexed by tile & 3: it prepares tile j + 2 while the consumers may still read tile j's.
+  static constexpr int kSlots = 4;
+  static constexpr int OFF_VALID = OFF_PLO + M * BN * 2;  // uint8 [kSlots][BN]
+  static constexpr int OFF_ETILE = OFF_VALID + kSlots * BN;  // int [2]: the tile's V exponent
   static constexpr int OFF_ALPHA = OFF_ETILE + 16;         // float [2][M]: the rescale of O's rows, by tile parity
   static constexpr int OFF_FACT = OFF_ALPHA + 2 * M * 4;   // float [M]: the rows' output factors
   static constexpr int OFF_QMAX = OFF_FACT + M * 4;        // uint32 [M][2] (Q slow path)
   static constexpr int OFF_PMAX = OFF_QMAX + M * 8;        // uint32 [2][4]: producer warps' max scale byte
-  static constexpr int OFF_POFF = OFF_PMAX + 32;           // int64 [2][BN]: the producer's row offsets
-  static constexpr int OFF_PSCL = OFF_POFF + 2 * BN * 8;   // uint8 [2][BN][8]: scale bytes
-  static constexpr int OFF_BAR = OFF_PSCL + 2 * BN * 8;    // uint64 full[2], empty[2], raw[2]
-  static constexpr int SMEM = OFF_BAR + 48;
+  static constexpr int OFF_POFF = OFF_PMAX + 32;                // int64 [kSlots][BN]: row offsets (-1 invalid)
+  static constexpr int OFF_PSCL = OFF_POFF + kSlots * BN * 8;   // uint8 [kSlots][BN][8]: scale bytes
+  static constexpr int OFF_BAR = OFF_PSCL + kSlots * BN * 8;    // uint64 full[2], empty[2], raw[2], offs[2]
+  static constexpr int SMEM = OFF_BAR + 64;
   static_assert(SMEM <= 227 * 1024, "fits the opt-in shared memory of a Hopper CTA");
   static_assert(OFF_KV % 1024 == 0 && OFF_P16 % 1024 == 0 && OFF_PHI % 1024 == 0 && OFF_PLO % 1024 == 0, "wgmma operands");
   static_assert(M * kORow * 4 <= OFF_P16, "the epilogue stages the fp32 rows over Q and the KV tiles");
@@ -1961,6 +1977,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 #if DSPARKCTL_WGMMA
   using W = WsCfg;
   constexpr int M = W::M, BN = W::BN;
+  constexpr bool kWsConsumerCopies = kWsConsumerCopiesOn && VEC == 16;
   extern __shared__ __align__(1024) uint8_t smem[];
   __nv_bfloat16* sQ = reinterpret_cast<__nv_bfloat16*>(smem + W::OFF_Q);
   __nv_bfloat16* sP16 = reinterpret_cast<__nv_bfloat16*>(smem + W::OFF_P16);
@@ -1975,6 +1992,9 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + W::OFF_BAR);
   uint64_t* empty = full + 2;
   uint64_t* rawbar = full + 4;  // v31d: the bulk copies of a buffer's raw rows
+  uint64_t* offs = full + 6;    // v37: the producer's row offsets of the tile a copying warpgroup copies next
+  int64_t* sOffP = reinterpret_cast<int64_t*>(smem + W::OFF_POFF);  // [kSlots][BN] row offsets, -1 invalid
+  uint8_t* sScl = smem + W::OFF_PSCL;                               // [kSlots][BN][8] scale bytes
   auto kv_tile = [&](int b) { return reinterpret_cast<__nv_bfloat16*>(smem + W::OFF_KV + b * W::TILE); };
 
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
@@ -1991,6 +2011,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     mbar_init(&empty[1], 256);
     mbar_init(&rawbar[0], 1);
     mbar_init(&rawbar[1], 1);
+    mbar_init(&offs[0], 128);
+    mbar_init(&offs[1], 128);
   }
 #ifdef DSPARKCTL_TIMELINE
   if (tid == 0 && blockIdx.y * gridDim.x + blockIdx.x < kTlMaxCtas)
@@ -2009,6 +2031,25 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const int tile_begin = vt.begin;
   const int tile_end = vt.end;
   auto tile_src = [&](int it, const SparseMlaCache*& c, int& pos0, int& len) { vt.src(p, it, c, pos0, len); };
+  // The bulk copies of tile `it`'s valid rows (576 contiguous bytes each) into raw slots cand x 576
+  // of its KV buffer, counted on rawbar (invalid rows are zeroed at conversion), by the four warps
+  // of one warpgroup (`gw` 0-3; warp 0 posts the byte count): kWsCopyLanes copies a warp, since a
+  // warp issues its copies one lane after another (v35 / v36).
+  auto ws_copies = [&](int it, int gw) {
+    const int j = it - tile_begin, b = j & 1, q = j & (W::kSlots - 1);
+    const SparseMlaCache* c; int pos0, len;
+    tile_src(it, c, pos0, len);
+    if (gw == 0) {
+      const uint32_t n = __popc(__ballot_sync(0xffffffffu, sValid[q * BN + lane] != 0)) +
+                         __popc(__ballot_sync(0xffffffffu, sValid[q * BN + 32 + lane] != 0));
+      if (lane == 0) mbar_expect_tx(&rawbar[b], n * uint32_t(kRowBytes));
+    }
+    if (lane < kWsCopyLanes) {
+      const int cand = gw * kWsCopyLanes + lane;
+      const int64_t off = cand < BN ? sOffP[q * BN + cand] : -1;
+      if (off >= 0) bulk_copy(smem + W::OFF_KV + b * W::TILE + cand * kRowBytes, c->base + off, kRowBytes, &rawbar[b]);
+    }
+  };
 
   if (warp >= 8) {
     // ================= producer. Tile k's bytes are copied (cp.async, coalesced as the main
@@ -2026,16 +2067,16 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     constexpr int NPT_N = BN * NCPC / 128, NPT_R = BN * RCPC / 128;
     constexpr int UPT = (kDN / 64) * BN * 2 / 128;  // conversion units (block, candidate, half row) per thread
     static_assert(BN * NCPC % 128 == 0 && BN * RCPC % 128 == 0 && (kDN / 64) * BN * 2 % 128 == 0, "whole work per thread");
-    int64_t* sOffP = reinterpret_cast<int64_t*>(smem + W::OFF_POFF);  // [2][BN] row offsets, -1 invalid
-    uint8_t* sScl = smem + W::OFF_PSCL;                               // [2][BN][8] scale bytes
     int32_t id_next = -1;
     if (pt < BN && tile_begin < tile_end) {
       const SparseMlaCache* c; int pos0, len;
       tile_src(tile_begin, c, pos0, len);
       id_next = load_id(*c, t, pos0 + pt, len);
     }
-    auto issue = [&](int it) {
-      const int b = (it - tile_begin) & 1;
+    // the next tile's id load, tile `it`'s row offsets, valid flags and scale-byte copies (one
+    // cp.async group a tile)
+    auto prep = [&](int it) {
+      const int q = (it - tile_begin) & (W::kSlots - 1);
       const SparseMlaCache* c; int pos0, len;
       tile_src(it, c, pos0, len);
       if (pt < BN) {
@@ -2047,39 +2088,33 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         }
         const SlotOffsets so = slot_offsets(*c, id);
         const int64_t off = so.off, soff = so.soff;
-        sOffP[b * BN + pt] = off;
-        sValid[b * BN + pt] = off >= 0 ? 1 : 0;
-        cp_async<8>(sScl + (b * BN + pt) * 8, c->base + (off >= 0 ? soff : 0), off >= 0);
+        sOffP[q * BN + pt] = off;
+        sValid[q * BN + pt] = off >= 0 ? 1 : 0;
+        cp_async<8>(sScl + (q * BN + pt) * 8, c->base + (off >= 0 ? soff : 0), off >= 0);
       }
-      DSPARKCTL_WS_TL(4);           // issue, part 1: the next tile's ids, this tile's offsets and scale copies
+      cp_async_commit();
+      DSPARKCTL_WS_TL(4);  // prep: the next tile's ids, this tile's offsets and scale copies
+    };
+    // the producer's own copies (tiles 0 and 1, and on the 8-byte path every tile)
+    auto issue = [&](int it) {
+      const int b = (it - tile_begin) & 1, q = (it - tile_begin) & (W::kSlots - 1);
+      prep(it);
       nbar_sync(kWsProducer, 128);  // the tile's row offsets
-      DSPARKCTL_WS_TL(5);           // issue, part 2: the producer barrier
-      uint8_t* dst = smem + W::OFF_KV + b * W::TILE;
+      DSPARKCTL_WS_TL(5);           // the producer barrier
       if constexpr (VEC == 16) {
-        // v31d: one bulk copy per valid candidate row (576 contiguous bytes) into raw slot
-        // cand * 576 of the buffer, all counted on rawbar[b]; invalid rows are zeroed at conversion.
-        if (warp == 8) {
-          const uint32_t n = __popc(__ballot_sync(0xffffffffu, sValid[b * BN + lane] != 0)) +
-                             __popc(__ballot_sync(0xffffffffu, sValid[b * BN + 32 + lane] != 0));
-          if (lane == 0) mbar_expect_tx(&rawbar[b], n * uint32_t(kRowBytes));
-        }
-        // v36: the copies spread over the producer's warps (kWsCopyLanes each): v35's timeline had
-        // a warp take ~3,000 cycles to issue 32 bulk copies, with two warps or one alike
-        if (lane < kWsCopyLanes) {
-          const int cand = (warp - 8) * kWsCopyLanes + lane;
-          const int64_t off = cand < BN ? sOffP[b * BN + cand] : -1;
-          if (off >= 0) bulk_copy(dst + cand * kRowBytes, c->base + off, kRowBytes, &rawbar[b]);
-        }
-        cp_async_commit();
+        ws_copies(it, warp - 8);
         return;
       }
+      const SparseMlaCache* c; int pos0, len;
+      tile_src(it, c, pos0, len);
+      uint8_t* dst = smem + W::OFF_KV + b * W::TILE;
       __nv_bfloat16* sKV = kv_tile(b);
       const int pl = tid_fresh() - 256;  // read anew: keeps ptxas from hoisting per-chunk offsets (spills)
 #pragma unroll
       for (int i = 0; i < NPT_N; ++i) {
         const int k = pl + i * 128;
         const int cand = k / NCPC, byte = (k % NCPC) * VEC;
-        const int64_t off = sOffP[b * BN + cand];
+        const int64_t off = sOffP[q * BN + cand];
         cp_async<VEC>(dst + (byte >> 6) * 8192 + 4096 + cand * 64 + (byte & 63), c->base + (off >= 0 ? off + byte : 0),
                       off >= 0);
       }
@@ -2087,20 +2122,25 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       for (int i = 0; i < NPT_R; ++i) {
         const int r = pl + i * 128;
         const int cand = r / RCPC, byte = (r % RCPC) * VEC;
-        const int64_t off = sOffP[b * BN + cand];
+        const int64_t off = sOffP[q * BN + cand];
         cp_async<VEC>(sKV + sw128_off<BN>(cand, kDN + byte / 2), c->base + (off >= 0 ? off + kDN + byte : 0), off >= 0);
       }
       cp_async_commit();
     };
     auto convert = [&](int it) {
-      const int b = (it - tile_begin) & 1;
-      cp_async_wait_all();
+      const int b = (it - tile_begin) & 1, q = (it - tile_begin) & (W::kSlots - 1);
+      // this tile's scale bytes (and, on the 8-byte path, its rows); v37's loop has the next
+      // tile's prep group in flight here, except at the last tile
+      if (kWsConsumerCopies && it + 1 < tile_end)
+        cp_async_wait_one();
+      else
+        cp_async_wait_all();
       if constexpr (VEC == 16) mbar_wait(&rawbar[b], uint32_t((it - tile_begin) >> 1) & 1u);
       nbar_sync(kWsProducer, 128);  // every thread's copies of the tile have landed
       DSPARKCTL_WS_TL(1);  // tile landed
       if (pt < BN) {
         // the tile's largest nope scale byte (its V exponent + 127); 255 (NaN) is no magnitude
-        const uint2 sc = *reinterpret_cast<const uint2*>(sScl + (b * BN + pt) * 8);
+        const uint2 sc = *reinterpret_cast<const uint2*>(sScl + (q * BN + pt) * 8);
         uint32_t m = 0;
 #pragma unroll
         for (int i = 0; i < 7; ++i) {
@@ -2122,14 +2162,14 @@ __global__ void __launch_bounds__(kWsThreads, 1)
           const int u = pc + i * 128;
           const int cand = (u & 127) >> 1;
           const uint8_t* src = base + cand * kRowBytes + (u >> 7) * 64 + (u & 1) * 32;
-          const bool ok = sValid[b * BN + cand] != 0;
+          const bool ok = sValid[q * BN + cand] != 0;
           raw[i][0] = ok ? *reinterpret_cast<const uint4*>(src) : make_uint4(0, 0, 0, 0);
           raw[i][1] = ok ? *reinterpret_cast<const uint4*>(src + 16) : make_uint4(0, 0, 0, 0);
         }
 #pragma unroll
         for (int i = 0; i < BN * 8 / 128; ++i) {
           const int r = pc + i * 128;
-          const bool ok = sValid[b * BN + (r >> 3)] != 0;
+          const bool ok = sValid[q * BN + (r >> 3)] != 0;
           rope[i] = ok ? *reinterpret_cast<const uint4*>(base + (r >> 3) * kRowBytes + kDN + (r & 7) * 16)
                        : make_uint4(0, 0, 0, 0);
         }
@@ -2148,7 +2188,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       for (int i = 0; i < UPT; ++i) {
         const int u = pc + i * 128;
         const int blk = u >> 7, cand = (u & 127) >> 1, h = u & 1;
-        const uint32_t mult = f16_pow2x2(sScl[(b * BN + cand) * 8 + blk], maxb);
+        const uint32_t mult = f16_pow2x2(sScl[(q * BN + cand) * 8 + blk], maxb);
         const uint32_t* w = reinterpret_cast<const uint32_t*>(&raw[i][0]);
 #pragma unroll
         for (int q = 0; q < 4; ++q) {  // 8 fp8 values (two words) -> one 16-byte piece of fp16
@@ -2170,17 +2210,35 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       mbar_arrive(&full[b]);
       DSPARKCTL_WS_TL(3);  // converted, stored, published
     };
-    if (tile_begin < tile_end) issue(tile_begin);
-    DSPARKCTL_WS_TL(0);
-    for (int it = tile_begin + 1; it < tile_end; ++it) {
-      convert(it - 1);
-      const int j = it - tile_begin;
-      if (j >= 2) mbar_wait(&empty[j & 1], uint32_t((j >> 1) - 1) & 1u);  // tile j - 2 is done with the buffer
-      DSPARKCTL_WS_TL(2);  // buffer free
-      issue(it);
-      DSPARKCTL_WS_TL(0);  // copies issued
+    if constexpr (kWsConsumerCopies) {
+      // v37: the producer copies tiles 0 and 1 (both buffers start free); tile j >= 2 is copied by
+      // warpgroup 1 as soon as the consumers free its buffer (tile j - 2), from the offsets the
+      // producer posts on offs[] right after converting tile j - 2. So no copy issue (~2,000
+      // cycles a tile, v36) sits in the producer's loop, and the producer never waits for a buffer.
+      for (int it = tile_begin; it < tile_end && it < tile_begin + 2; ++it) {
+        issue(it);
+        DSPARKCTL_WS_TL(0);  // copies issued
+      }
+      for (int it = tile_begin; it < tile_end; ++it) {
+        convert(it);
+        if (it + 2 < tile_end) {
+          prep(it + 2);
+          mbar_arrive(&offs[(it - tile_begin) & 1]);
+        }
+      }
+    } else {
+      if (tile_begin < tile_end) issue(tile_begin);
+      DSPARKCTL_WS_TL(0);
+      for (int it = tile_begin + 1; it < tile_end; ++it) {
+        convert(it - 1);
+        const int j = it - tile_begin;
+        if (j >= 2) mbar_wait(&empty[j & 1], uint32_t((j >> 1) - 1) & 1u);  // tile j - 2 is done with the buffer
+        DSPARKCTL_WS_TL(2);  // buffer free
+        issue(it);
+        DSPARKCTL_WS_TL(0);  // copies issued
+      }
+      if (tile_begin < tile_end) convert(tile_end - 1);
     }
-    if (tile_begin < tile_end) convert(tile_end - 1);
     DSPARKCTL_WS_TL_STORE(pt == 0, 13, 6)
     // the consumers' epilogue barriers are whole-CTA ones: the producer takes part, idle (v32:
     // with 256-thread named barriers there, racecheck reported the staging writes against the
@@ -2295,7 +2353,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
           const int col = n * 8 + (lane & 3) * 2 + (c & 1);
-          const float v = sValid[b * BN + col] ? s[n][c] * scale_log2 : -INFINITY;
+          const float v = sValid[(j & (W::kSlots - 1)) * BN + col] ? s[n][c] * scale_log2 : -INFINITY;
           s[n][c] = v;
           rmax[c >> 1] = fmaxf(rmax[c >> 1], v);
         }
@@ -2413,8 +2471,16 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       if (it + 1 < tile_end) ws_handoff(kWsPFree, kCT);
       mbar_arrive(&empty[b]);
       DSPARKCTL_WS_TL(1);  // P.V (dims 256-511)
+      if (kWsConsumerCopies && it + 2 < tile_end) {
+        // v37: tile j + 2 into this buffer once warpgroup 0 is done with tile j too
+        mbar_wait(&empty[b], uint32_t(j >> 1) & 1u);
+        mbar_wait(&offs[b], uint32_t(j >> 1) & 1u);
+        ws_copies(it + 2, wl);
+      }
+      DSPARKCTL_WS_TL(2);  // copies of tile j + 2 issued
     }
     DSPARKCTL_WS_TL_STORE(tid == 128, 11, 2)
+    DSPARKCTL_WS_TL_STORE_AT(tid == 128, 2, 19)
   }
   // ---- epilogue: both warpgroups' last P.V are done with Q / KV, the factors are in sFact
   cta_sync_divergent();

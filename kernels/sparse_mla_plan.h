@@ -142,20 +142,17 @@ inline int sparse_mla_cluster_gather(const SparseMlaPlanDevice& d, const SparseM
 
 // v32: the 64-head x 64-candidate tiles by the warp-specialized kernel (a producer warpgroup
 // copies and converts each tile into one of two buffers while two consumer warpgroups run the
-// MMAs on the other; kernels/NOTES.md v31-v32) where the H200 same-call A/B had it ahead: the
-// token's rows shared by two or more head blocks (their CTAs meet each row in L2) and chains of
-// at least two tiles in every CTA. H200, bulk-copy producer vs the shipped kernel
-// (bench/results/kernel_h200_v31_warp_specialized/bulk_producer/): 128 heads +1024 T = 64 95.0
-// -> 85.1 us, T = 32 59.3 -> 55.3, T = 8 (chains of 2-3) 25.8 -> 25.1; +512 T = 64 56.4 -> 51.2,
-// T = 32 39.9 -> 38.3. Not taken where it was behind: 128 heads +512 T = 8 (chains of 1-2) +0.8,
-// and at 64 heads, where each CTA's rows come from DRAM and the producer's one tile of lead does
-// not hide the gather (decode +512 T = 64 +2.3 us, +1024 T = 8 +0.9; the DSpark verify rows, whose
-// tokens share the main window, were ahead: +512 T = 50 -2.2, a property of the data the plan
-// cannot see). `tiles_l`: 64-candidate tiles per token.
-inline bool sparse_mla_warp_specialized(const SparseMlaPlanDevice& d, const SparseMlaPlan& plan, int head_blocks,
-                                        int tiles_l) {
-  if (!d.warp_specialized || plan.config != kConfigLarge || plan.heads_per_cta != 64 || plan.tile_n != 64) return false;
-  return head_blocks >= 2 && tiles_l / plan.num_splits >= 2;
+// MMAs on the other; kernels/NOTES.md v31-v32). v32 took it only for 128-head chains (two head
+// blocks sharing each row through L2, >= 2 tiles in every CTA), where the v32 A/B had it ahead.
+// v37 (warpgroup 1 issues the copies of tiles 2.., so the producer's loop carries no copy issue)
+// made it the faster kernel for every 64-head LARGE plan the H200 bench has: same call, forced vs
+// the main kernel (bench/results/kernel_h200_v37_ws_consumer_copies/), 64 heads +1024 T = 64 57.8
+// -> 48.5 us, T = 32 -4.9, T = 8 (chains of 1-2) -1.6, +512 T = 64 -4.2, T = 32 -2.1, T = 8
+// (chains of 1) -0.4; DSpark +512 T = 25 26.2 -> 23.6, T = 50 41.6 -> 34.4. The one row measured
+// behind was v32's 128 heads +512 T = 8 (chains of 1-2, +0.8 us, before v36's faster copy issue).
+// So: every 64-head x 64-candidate LARGE plan where the device has the kernel.
+inline bool sparse_mla_warp_specialized(const SparseMlaPlanDevice& d, const SparseMlaPlan& plan) {
+  return d.warp_specialized && plan.config == kConfigLarge && plan.heads_per_cta == 64 && plan.tile_n == 64;
 }
 
 // The plan for one call: layout, heads per CTA, tile size, split count. false: bad arguments.
@@ -252,7 +249,7 @@ inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int 
                                           : auto_splits(d, *plan, T, head_blocks, config == kConfigLarge ? tiles_l : tiles_s);
   plan->one_cta_per_sm = sparse_mla_one_cta_per_sm(d, *plan, int64_t(T) * head_blocks * plan->num_splits);
   plan->cluster = sparse_mla_cluster_gather(d, *plan, T, head_blocks, tiles_l);
-  plan->warp_specialized = force_ws ? d.warp_specialized : sparse_mla_warp_specialized(d, *plan, head_blocks, tiles_l);
+  plan->warp_specialized = force_ws ? d.warp_specialized : sparse_mla_warp_specialized(d, *plan);
   return true;
 }
 

@@ -231,15 +231,15 @@ def test_decode_t1_automatic_plan(heads: int, extra: tuple[int, int]) -> None:
 
 
 def test_plan_routes_the_warp_specialized_kernel() -> None:
-    """v32: the plan the library reports takes the warp-specialized kernel for 128-head chains on
-    Hopper only (kernels/sparse_mla_plan.h; the CPU plan tests pin the rule), config 6 forces it
-    there, and a routed call matches the reference (out and lse) at a bench shape: 128 heads,
-    topk 128 + 1024 extra, T = 64, one split, 18 tiles per CTA."""
+    """v37: the plan the library reports takes the warp-specialized kernel for every 64-head LARGE
+    plan on Hopper only (kernels/sparse_mla_plan.h; the CPU plan tests pin the rule), config 6
+    forces it there, and a routed call matches the reference (out and lse) at a bench shape: 128
+    heads, topk 128 + 1024 extra, T = 64, one split, 18 tiles per CTA."""
     hopper = torch.cuda.get_device_capability()[0] == 9
     routed = ops.plan_info(64, 128, 128, 1024)
     assert routed["warp_specialized"] == hopper, routed
-    assert not ops.plan_info(64, 64, 128, 1024)["warp_specialized"]  # one head block: not taken
-    assert not ops.plan_info(8, 128, 128, 512)["warp_specialized"]  # chains of 1-2: not taken
+    assert ops.plan_info(64, 64, 128, 1024)["warp_specialized"] == hopper  # one head block: taken since v37
+    assert not ops.plan_info(1, 128, 128, 1024)["warp_specialized"]  # T = 1: 32-head CTAs
     if _fits_large(ops.CONFIG_LARGE_SMEM_WS):
         forced = ops.plan_info(3, 8, 64, 0, config=ops.CONFIG_LARGE_SMEM_WS)
         assert (forced["heads_per_cta"], forced["warp_specialized"]) == (64, hopper), forced

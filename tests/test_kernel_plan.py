@@ -227,20 +227,23 @@ def test_cluster_gather_only_for_single_tile_16_head_large_ctas(harness: Path) -
     assert [r[5] for r in launches(harness, dict(H200, cluster=0), [(*s, AUTO, 0) for s in shapes])] == [1] * len(shapes)
 
 
-def test_warp_specialized_kernel_only_for_shared_rows_and_chains(harness: Path) -> None:
-    """v32: the warp-specialized 64 x 64 kernel where the H200 same-call A/B had it ahead: two or
-    more head blocks per token (their CTAs share each row through L2) and chains of >= 2 tiles in
-    every CTA. Behind, so not taken: 128 heads +512 T = 8 (10 tiles over 8 splits: chains of 1-2)
-    and every 64-head plan (one head block); never without the kernel (builds without wgmma or
-    with -DDSPARKCTL_NO_WS, SM120). The layouts themselves are unchanged (H200_AUTO)."""
+def test_warp_specialized_kernel_for_every_64_head_large_plan(harness: Path) -> None:
+    """v37: the warp-specialized 64 x 64 kernel for every 64-head x 64-candidate LARGE plan on a
+    device that has it (the v37 same-call A/B had it ahead on every such H200 bench row, one head
+    block or two, chains of 1 or more); v32-v36 took it only for 128-head chains. Never without
+    the kernel (builds without wgmma or with -DDSPARKCTL_NO_WS, SM120), and no other layout moves
+    (H200_AUTO): T = 1 rows stay on 16 / 32-head CTAs."""
     shapes = [(t, 128, 128, e) for e in (512, 1024) for t in (1, 8, 32, 64)]
-    shapes += [(t, 64, 128, e) for e in (512, 1024) for t in (8, 32, 64)] + [(25, 64, 192, 512), (50, 64, 192, 512)]
+    shapes += [(t, 64, 128, e) for e in (512, 1024) for t in (1, 8, 32, 64)]
+    shapes += [(t, 64, 192, e) for e in (0, 512) for t in (5, 10, 25, 50)]
     got = dict(zip(shapes, launches(harness, H200, [(*s, AUTO, 0) for s in shapes]), strict=True))
     ws = {s for s, r in got.items() if r[6]}
-    assert ws == {(32, 128, 128, 512), (64, 128, 128, 512), (8, 128, 128, 1024), (32, 128, 128, 1024), (64, 128, 128, 1024)}
-    assert all(got[s][:3] == (LARGE, 64, 64) for s in ws)
-    # the rule reads the plan it is given: 128 heads +512 T = 8 is 64-head LARGE too, with 8 splits
-    assert got[(8, 128, 128, 512)][:4] == (LARGE, 64, 64, 8)
+    assert ws == {s for s, r in got.items() if r[:3] == (LARGE, 64, 64)}
+    assert ws == {(t, h, 128, e) for h in (64, 128) for e in (512, 1024) for t in (8, 32, 64)} | {
+        (25, 64, 192, 512), (50, 64, 192, 512)
+    }
+    # chains of one tile are taken too: 64 heads +512 T = 8 is 10 tiles over 10 splits
+    assert got[(8, 64, 128, 512)][:4] == (LARGE, 64, 64, 10)
     for dev in (H200_NO_WS, H200_NO_WGMMA, SM120):
         assert not any(r[6] for r in launches(harness, dev, [(*s, AUTO, 0) for s in shapes])), dev
     # without it the plans are the same otherwise
