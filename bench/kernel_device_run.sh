@@ -7,7 +7,8 @@
 # On Hopper the GPU tests run twice: on the shipped build, and on a build with SM120's register
 # budget for the SMALL layouts (-DDSPARKCTL_SMALL_MIN_BLOCKS=1: no 128-register cap, so ptxas
 # allocates as it does for sm_120a), with memcheck on that one's sanitizer subset too, and the
-# warp-specialized kernel is racechecked on its -DDSPARKCTL_WS_RACECHECK_SYNC build (v33).
+# warp-specialized kernel is racechecked on its -DDSPARKCTL_WS_RACECHECK_SYNC build (v33; the
+# sanitizer subset's racecheck too since v37, when the plan routes 64-head calls to that kernel).
 # --short (DSpark + T=1 rows, 3 replays) with --no-sanitizer fits build + tests + bench in ~90 s.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -34,23 +35,29 @@ echo "build: $(( $(date +%s) - t0 )) s"
 export DSPARKCTL_KERNEL_SO=/tmp/kbuild/dsparkctl_sparse_mla_$ARCH.so
 grep -E "registers|spill" "$OUT/build.log" | sort | uniq -c | head -30
 if [ -z "$SKIP_TESTS" ]; then
+  # (v37) on Hopper the subset's racecheck runs on the warp-specialized kernel's racecheck build (its
+  # P hand-off as a rendezvous; every other kernel identical, a CPU test pins the PTX): since v37 the
+  # automatic plan routes 64-head calls there, and racecheck misreads the shipped bar.arrive hand-off
+  # (bench/racecheck_ws_repro.cu)
+  RC_SO=$DSPARKCTL_KERNEL_SO
+  if [ "$ARCH" = sm_90a ] && [ -z "$NO_SAN" ]; then
+    $PY -c "from pathlib import Path; from dsparkctl.kernel import build; build.build_extension('$ARCH', Path('/tmp/kbuild_wsrc'), Path('$OUT/build_wsrc.log'), extra_nvcc=['-DDSPARKCTL_WS_RACECHECK_SYNC'])" > /dev/null &
+    RC_SO=/tmp/kbuild_wsrc/dsparkctl_sparse_mla_$ARCH.so
+  fi
   t0=$(date +%s)
   $PY -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider 2>&1 | tee "$OUT/gpu_tests.log" | grep -vE "^  File|^Thread|^Extension" | tail -40
   echo "gpu tests: $(( $(date +%s) - t0 )) s"
+  wait
   t0=$(date +%s)
   [ -n "$NO_SAN" ] || { echo "== memcheck"; compute-sanitizer --tool memcheck --leak-check no $PY -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider -k "sanitizer_subset or clustered_ctas" 2>&1 | tail -15;
-    echo "== racecheck"; compute-sanitizer --tool racecheck $PY -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider -k "sanitizer_subset and T2" 2>&1 | tail -15; } > "$OUT/sanitizer.log" 2>&1
+    echo "== racecheck ($RC_SO)"; DSPARKCTL_KERNEL_SO=$RC_SO compute-sanitizer --tool racecheck $PY -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider -k "sanitizer_subset and T2" 2>&1 | tail -15; } > "$OUT/sanitizer.log" 2>&1
   [ -n "$NO_SAN" ] && echo "sanitizer: skipped (--no-sanitizer)" > "$OUT/sanitizer.log"
   cat "$OUT/sanitizer.log"
   echo "sanitizer: $(( $(date +%s) - t0 )) s"
   if [ "$ARCH" = sm_90a ]; then
     t0=$(date +%s)
-    # (v33) the warp-specialized kernel's racecheck build (its P hand-off as a rendezvous: racecheck
-    # misreads bar.arrive hand-offs, bench/racecheck_ws_repro.cu), built beside the SM120-budget one
-    [ -n "$NO_SAN" ] || $PY -c "from pathlib import Path; from dsparkctl.kernel import build; build.build_extension('$ARCH', Path('/tmp/kbuild_wsrc'), Path('$OUT/build_wsrc.log'), extra_nvcc=['-DDSPARKCTL_WS_RACECHECK_SYNC'])" > /dev/null &
     $PY -c "from pathlib import Path; from dsparkctl.kernel import build; build.build_extension('$ARCH', Path('/tmp/kbuild_sm120regs'), Path('$OUT/build_sm120regs.log'), extra_nvcc=['-DDSPARKCTL_SMALL_MIN_BLOCKS=1'])" > /dev/null \
       || { echo "BUILD FAILED (SM120 register budget)"; tail -30 "$OUT/build_sm120regs.log"; }
-    wait
     if [ -z "$NO_SAN" ]; then
       DSPARKCTL_KERNEL_SO=/tmp/kbuild_wsrc/dsparkctl_sparse_mla_$ARCH.so compute-sanitizer --tool racecheck $PY bench/racecheck_ws_probe.py > "$OUT/racecheck_ws.log" 2>&1
       echo "== racecheck, warp-specialized kernel (racecheck build, bench/racecheck_ws_probe.py): $(grep -c '^ok' "$OUT/racecheck_ws.log") launches ok | $(grep SUMMARY "$OUT/racecheck_ws.log")"
