@@ -92,12 +92,11 @@ __device__ __forceinline__ unsigned long long tl_globaltimer() {
 #define DSPARKCTL_TL_COMBINE(slot) \
   if (threadIdx.x == 0 && blockIdx.x < kTlMaxCtas) g_tl_combine[blockIdx.x][slot] = tl_globaltimer()
 // v31 warp-specialized kernel: each role's lead thread sums its phases' cycles in registers and
-// stores them to phase slots base.. at the end (warpgroup 0: 4-10 and 20 for its copy issue
-// (v38), warpgroup 1: 11-12 and 19 for its copy issue (v37), producer: 13-16, and 17-18 for the
-// parts of its copy issue, v35);
+// stores them to phase slots base.. at the end (warpgroup 0: 4-10, warpgroup 1: 11-12 and 19
+// for its copy issue (v37), producer: 13-16, and 17-18 for the parts of its copy issue, v35);
 // slots 0-3 as above, by thread 0.
 #define DSPARKCTL_WS_TL_DECL                 \
-  unsigned long long ws_tl[8] = {};          \
+  unsigned long long ws_tl[7] = {};          \
   unsigned long long ws_c = clock64();
 #define DSPARKCTL_WS_TL(i)                       \
   do {                                           \
@@ -1893,16 +1892,6 @@ static_assert(kWsCopyLanes * 4 >= 64 && kWsCopyLanes <= 32, "the 4 producer warp
 #else
 [[maybe_unused]] constexpr bool kWsConsumerCopiesOn = true;
 #endif
-// v38: of tile j + 2's rows, warpgroup 0 copies the first DSPARKCTL_WS_WG0_COPY_ROWS right after
-// its own P.V of tile j (their raw slots, cand x 576 bytes, lie below 32 KB: the nope blocks 0-3
-// that only warpgroup 0's P.V reads, so it need not wait for warpgroup 1) and warpgroup 1 the
-// rest; 0 is v37 (warpgroup 1 copies them all).
-#ifndef DSPARKCTL_WS_WG0_COPY_ROWS
-#define DSPARKCTL_WS_WG0_COPY_ROWS 32
-#endif
-constexpr int kWsWg0CopyRows = DSPARKCTL_WS_WG0_COPY_ROWS;
-static_assert(kWsWg0CopyRows % 4 == 0 && kWsWg0CopyRows * 576 <= 4 * 8192 && (64 - kWsWg0CopyRows) / 4 <= 32,
-              "whole rows a warp, below warpgroup 1's V blocks");
 enum WsBarrier : int { kWsPReady = 1, kWsPFree = 2, kWsProducer = 3, kWsConsumers = 4 };
 struct WsCfg {
   static constexpr int M = 64, BN = 64;
@@ -2044,20 +2033,19 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   auto tile_src = [&](int it, const SparseMlaCache*& c, int& pos0, int& len) { vt.src(p, it, c, pos0, len); };
   // The bulk copies of tile `it`'s valid rows (576 contiguous bytes each) into raw slots cand x 576
   // of its KV buffer, counted on rawbar (invalid rows are zeroed at conversion), by the four warps
-  // of one warpgroup (`gw` 0-3), rows first + per_warp gw + lane; warp 0 of the warpgroup that
-  // posts the byte count counts every valid row of the tile. Few copies a warp: a warp issues its
-  // copies one lane after another (v35 / v36).
-  auto ws_copies = [&](int it, int gw, int first, int per_warp, bool post_count) {
+  // of one warpgroup (`gw` 0-3; warp 0 posts the byte count): kWsCopyLanes copies a warp, since a
+  // warp issues its copies one lane after another (v35 / v36).
+  auto ws_copies = [&](int it, int gw) {
     const int j = it - tile_begin, b = j & 1, q = j & (W::kSlots - 1);
     const SparseMlaCache* c; int pos0, len;
     tile_src(it, c, pos0, len);
-    if (post_count && gw == 0) {
+    if (gw == 0) {
       const uint32_t n = __popc(__ballot_sync(0xffffffffu, sValid[q * BN + lane] != 0)) +
                          __popc(__ballot_sync(0xffffffffu, sValid[q * BN + 32 + lane] != 0));
       if (lane == 0) mbar_expect_tx(&rawbar[b], n * uint32_t(kRowBytes));
     }
-    if (lane < per_warp) {
-      const int cand = first + gw * per_warp + lane;
+    if (lane < kWsCopyLanes) {
+      const int cand = gw * kWsCopyLanes + lane;
       const int64_t off = cand < BN ? sOffP[q * BN + cand] : -1;
       if (off >= 0) bulk_copy(smem + W::OFF_KV + b * W::TILE + cand * kRowBytes, c->base + off, kRowBytes, &rawbar[b]);
     }
@@ -2114,7 +2102,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       nbar_sync(kWsProducer, 128);  // the tile's row offsets
       DSPARKCTL_WS_TL(5);           // the producer barrier
       if constexpr (VEC == 16) {
-        ws_copies(it, warp - 8, 0, kWsCopyLanes, true);
+        ws_copies(it, warp - 8);
         return;
       }
       const SparseMlaCache* c; int pos0, len;
@@ -2434,11 +2422,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       wgmma_commit_wait();
       mbar_arrive(&empty[b]);
       DSPARKCTL_WS_TL(5);  // P.V (dims 0-255)
-      if (kWsConsumerCopies && kWsWg0CopyRows > 0 && it + 2 < tile_end) {
-        mbar_wait(&offs[b], uint32_t(j >> 1) & 1u);
-        ws_copies(it + 2, wl, 0, kWsWg0CopyRows / 4, false);
-      }
-      DSPARKCTL_WS_TL(7);  // copies of tile j + 2 issued (v38)
     }
     // the rows' sums over the quad, then their lse and output factors
 #pragma unroll
@@ -2451,7 +2434,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     }
     DSPARKCTL_WS_TL(6);  // rows finished
     DSPARKCTL_WS_TL_STORE(tid == 0, 4, 7)
-    DSPARKCTL_WS_TL_STORE_AT(tid == 0, 7, 20)
   } else {
     setmaxnreg_dec<W::REGS_PV>();
     DSPARKCTL_WS_TL_DECL
@@ -2493,7 +2475,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         // v37: tile j + 2 into this buffer once warpgroup 0 is done with tile j too
         mbar_wait(&empty[b], uint32_t(j >> 1) & 1u);
         mbar_wait(&offs[b], uint32_t(j >> 1) & 1u);
-        ws_copies(it + 2, wl, kWsWg0CopyRows, (BN - kWsWg0CopyRows) / 4, true);
+        ws_copies(it + 2, wl);
       }
       DSPARKCTL_WS_TL(2);  // copies of tile j + 2 issued
     }
