@@ -2052,14 +2052,16 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   };
 
   if (warp >= 8) {
-    // ================= producer. Tile k's bytes are copied (cp.async, coalesced as the main
-    // kernel's copy, zero-fill for invalid candidates) into its KV buffer itself: the rope
-    // bytes straight to their place, each 64-dim nope block's FP8 bytes into the second half of
-    // that block's 8 KB (candidate c's 64 bytes at 4 KB + 64 c), converted in place later
-    // (every raw byte read into registers, a producer barrier, then the fp16 rows written).
-    // So the producer holds no tile in registers, and tile k's copy is in flight while tile
-    // k-1 is converted and consumed: it is issued as soon as tile k-2 frees the buffer.
-    // (v31's first forms loaded into registers: one tile in flight, a gather latency per tile.)
+    // ================= producer. Tile k's raw bytes land in its KV buffer itself and are
+    // converted there (every raw byte read into registers, a producer barrier, then the fp16 rows
+    // written), so the producer holds no tile in registers and tile k's copy is in flight while
+    // tile k-1 is converted and consumed. 16-byte path (v32): one bulk copy per valid row into
+    // raw slot cand x 576, issued by this warpgroup for tiles 0 and 1 and by warpgroup 1 for the
+    // rest (v37), as soon as tile k-2 frees the buffer. 8-byte path: cp.async (coalesced as the
+    // main kernel's copy, zero-fill for invalid candidates), rope bytes straight to their place,
+    // each 64-dim nope block's FP8 bytes into the second half of that block's 8 KB (candidate
+    // c's 64 bytes at 4 KB + 64 c), all issued here. (v31's first forms loaded into registers:
+    // one tile in flight, a gather latency per tile.)
     setmaxnreg_dec<W::REGS_PRODUCER>();
     DSPARKCTL_WS_TL_DECL
     const int pt = tid - 256;
@@ -2191,9 +2193,9 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         const uint32_t mult = f16_pow2x2(sScl[(q * BN + cand) * 8 + blk], maxb);
         const uint32_t* w = reinterpret_cast<const uint32_t*>(&raw[i][0]);
 #pragma unroll
-        for (int q = 0; q < 4; ++q) {  // 8 fp8 values (two words) -> one 16-byte piece of fp16
-          const uint32_t w0 = w[2 * q], w1 = w[2 * q + 1];
-          *reinterpret_cast<uint4*>(sKV + sw128_off<BN>(cand, blk * 64 + h * 32 + 8 * q)) =
+        for (int pc8 = 0; pc8 < 4; ++pc8) {  // 8 fp8 values (two words) -> one 16-byte piece of fp16
+          const uint32_t w0 = w[2 * pc8], w1 = w[2 * pc8 + 1];
+          *reinterpret_cast<uint4*>(sKV + sw128_off<BN>(cand, blk * 64 + h * 32 + 8 * pc8)) =
               make_uint4(fp8x2_to_f16x2(w0 & 0xffffu, mult), fp8x2_to_f16x2(w0 >> 16, mult),
                          fp8x2_to_f16x2(w1 & 0xffffu, mult), fp8x2_to_f16x2(w1 >> 16, mult));
         }
