@@ -1954,6 +1954,30 @@ __device__ __forceinline__ void ws_write_rows(const SparseMlaParams& p, const fl
   }
 }
 
+// One k-step of the WS kernel's S over all 64 candidates: D[64 x 64] += Q[64 x 16] . K[64 x 16]^T,
+// both K-major by descriptor, accumulators in the m16n8 C layout (s[n]: candidates 8 n .. 8 n + 7).
+// v39: one instruction a k-step reads Q's 2 KB from shared memory once; v31-v38 issued two
+// m64n32k16 over the candidate halves and read it twice (64 KB a tile). ptxas (CUDA 13.0) could
+// allocate the 32 accumulators only once each consumer warpgroup stages its own output rows
+// (ws_stage): with the staging after the role branches, where both warpgroups' O accumulators
+// meet, it serialised every wgmma of the kernel and spilled. Same operands and k order per output
+// element as the two n32 instructions.
+template <bool BF16>
+__device__ __forceinline__ void ws_s64(float (&s)[8][4], uint64_t dq, uint64_t dk) {
+#if DSPARKCTL_WGMMA
+  float* d = &s[0][0];
+#define DSPARKCTL_S64_ACC "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+#define DSPARKCTL_S64_ARGS " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n" : DSPARKCTL_S64_ACC : "l"(dq), "l"(dk), "r"(1)
+  if constexpr (BF16) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\nwgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16" DSPARKCTL_S64_ARGS);
+  } else {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\nwgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16" DSPARKCTL_S64_ARGS);
+  }
+#undef DSPARKCTL_S64_ARGS
+#undef DSPARKCTL_S64_ACC
+#endif
+}
+
 // The P hand-off between the consumer warpgroups: the side that produces arrives and runs on.
 // -DDSPARKCTL_WS_RACECHECK_SYNC (a racecheck build, never shipped) makes both sides wait (a
 // rendezvous): compute-sanitizer's racecheck reports hazards behind later barriers in kernels
@@ -2308,6 +2332,26 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const uint64_t dpl = wgmma_desc_sw128(sPlo);
   auto kstep = [](int kk, int rows) { return uint64_t(((kk >> 2) * rows * 128 + (kk & 3) * 32) >> 4); };
 
+  // The epilogue's staging: this warpgroup's O rows, scaled, to shared memory (fp32, over Q and
+  // the KV tiles) once both warpgroups' last P.V are done with them (the whole-CTA barrier; the
+  // factors are in sFact). Called at the end of each consumer branch (v39: see ws_s64).
+  auto ws_stage = [&]() {
+    cta_sync_divergent();
+    float* sOut = reinterpret_cast<float*>(smem + W::OFF_Q);
+    const Pow2Pair v_exp(e_run);
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int row = wl * 16 + (lane >> 2) + 8 * i;
+      const float f = sFact[row];
+      const float fn = v_exp(f);
+      float* srow = sOut + row * kORow + (lane & 3) * 2;
+#pragma unroll
+      for (int jj = 0; jj < 32; ++jj) {
+        const float g = (wg == 0 || jj < 24) ? fn : f;
+        *reinterpret_cast<float2*>(srow + wg * 256 + jj * 8) = make_float2(o[jj][2 * i] * g, o[jj][2 * i + 1] * g);
+      }
+    }
+  };
   if (wg == 0) {
     setmaxnreg_inc<W::REGS_S>();
     DSPARKCTL_WS_TL_DECL
@@ -2319,21 +2363,15 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       const int e_tile = sEtile[b];
       const int e_new = e_run > e_tile ? e_run : e_tile;
       __nv_bfloat16* sKV = kv_tile(b);
-      float s[8][4];  // columns 8 n + 2 (lane % 4) (+ 1): n < 4 candidates 0-31, n >= 4 32-63
+      float s[8][4];  // columns (candidates) 8 n + 2 (lane % 4) (+ 1)
 #pragma unroll
       for (int n = 0; n < 8; ++n)
 #pragma unroll
         for (int c = 0; c < 4; ++c) s[n][c] = 0.f;
-      float(&s0)[4][4] = *reinterpret_cast<float(*)[4][4]>(&s[0][0]);
-      float(&s1)[4][4] = *reinterpret_cast<float(*)[4][4]>(&s[4][0]);
-      const uint64_t dk0 = wgmma_desc_sw128(sKV);
-      const uint64_t dk1 = wgmma_desc_sw128(sKV + 32 * 64);
+      const uint64_t dk = wgmma_desc_sw128(sKV);
       wgmma_fence();
 #pragma unroll
-      for (int kk = 0; kk < kDN / 16; ++kk) {
-        wgmma_m64n32k16<false>(s0, dq + kstep(kk, M), dk0 + kstep(kk, BN));
-        wgmma_m64n32k16<false>(s1, dq + kstep(kk, M), dk1 + kstep(kk, BN));
-      }
+      for (int kk = 0; kk < kDN / 16; ++kk) ws_s64<false>(s, dq + kstep(kk, M), dk + kstep(kk, BN));
       wgmma_commit_wait();
       const Pow2Pair s_nope[2] = {Pow2Pair(q_shift[0] + e_tile), Pow2Pair(q_shift[1] + e_tile)};
 #pragma unroll
@@ -2342,10 +2380,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         for (int c = 0; c < 4; ++c) s[n][c] = s_nope[c >> 1](s[n][c]);
       wgmma_fence();
 #pragma unroll
-      for (int kk = kDN / 16; kk < kD / 16; ++kk) {
-        wgmma_m64n32k16<true>(s0, dq + kstep(kk, M), dk0 + kstep(kk, BN));
-        wgmma_m64n32k16<true>(s1, dq + kstep(kk, M), dk1 + kstep(kk, BN));
-      }
+      for (int kk = kDN / 16; kk < kD / 16; ++kk) ws_s64<true>(s, dq + kstep(kk, M), dk + kstep(kk, BN));
       wgmma_commit_wait();
       DSPARKCTL_WS_TL(1);  // S
       // scale (base 2), mask (a select: invalid candidates' rows are zeros, but stay out), row max
@@ -2436,6 +2471,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     }
     DSPARKCTL_WS_TL(6);  // rows finished
     DSPARKCTL_WS_TL_STORE(tid == 0, 4, 7)
+    ws_stage();
   } else {
     setmaxnreg_dec<W::REGS_PV>();
     DSPARKCTL_WS_TL_DECL
@@ -2483,23 +2519,10 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     }
     DSPARKCTL_WS_TL_STORE(tid == 128, 11, 2)
     DSPARKCTL_WS_TL_STORE_AT(tid == 128, 2, 19)
+    ws_stage();
   }
-  // ---- epilogue: both warpgroups' last P.V are done with Q / KV, the factors are in sFact
-  cta_sync_divergent();
+  // ---- epilogue: the staged rows to global memory
   float* sOut = reinterpret_cast<float*>(smem + W::OFF_Q);  // [M][kORow] fp32
-  const Pow2Pair v_exp(e_run);
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const int row = wl * 16 + (lane >> 2) + 8 * i;
-    const float f = sFact[row];
-    const float fn = v_exp(f);
-    float* srow = sOut + row * kORow + (lane & 3) * 2;
-#pragma unroll
-    for (int jj = 0; jj < 32; ++jj) {
-      const float g = (wg == 0 || jj < 24) ? fn : f;
-      *reinterpret_cast<float2*>(srow + wg * 256 + jj * 8) = make_float2(o[jj][2 * i] * g, o[jj][2 * i + 1] * g);
-    }
-  }
   cta_sync_divergent();
   ws_write_rows<M, kCT>(p, sOut, t, h0, split, num_splits, tid);
 #ifdef DSPARKCTL_TIMELINE

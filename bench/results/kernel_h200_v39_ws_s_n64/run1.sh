@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# v37 run 5 (device, last minutes of the session): a probe of next_s_n64.patch (S as one m64n64k16 a
+# v39 run 1 (device, last minutes of the session; was v37 run 5): a probe of s_n64.patch (S as one m64n64k16 a
 # k-step, Q read once; buildable once each warpgroup stages its own output rows). Same-call A/B,
 # one round, no GPU tests (not shippable from this run): old = the shipped tree, new = .dev/n64tree
 # (aad82ed + the patch). Bench rows carry the `ok` accuracy check against the reference.
