@@ -2335,9 +2335,9 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   // The epilogue's staging: this warpgroup's O rows, scaled, to shared memory (fp32, over Q and
   // the KV tiles) once both warpgroups' last P.V are done with them (the whole-CTA barrier; the
   // factors are in sFact). Called at the end of each consumer branch (v39: see ws_s64).
+  float* sOut = reinterpret_cast<float*>(smem + W::OFF_Q);  // [M][kORow] fp32, over Q and the KV tiles
   auto ws_stage = [&]() {
     cta_sync_divergent();
-    float* sOut = reinterpret_cast<float*>(smem + W::OFF_Q);
     const Pow2Pair v_exp(e_run);
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
@@ -2522,7 +2522,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     ws_stage();
   }
   // ---- epilogue: the staged rows to global memory
-  float* sOut = reinterpret_cast<float*>(smem + W::OFF_Q);  // [M][kORow] fp32
   cta_sync_divergent();
   ws_write_rows<M, kCT>(p, sOut, t, h0, split, num_splits, tid);
 #ifdef DSPARKCTL_TIMELINE
