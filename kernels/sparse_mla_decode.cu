@@ -93,7 +93,7 @@ __device__ __forceinline__ unsigned long long tl_globaltimer() {
   if (threadIdx.x == 0 && blockIdx.x < kTlMaxCtas) g_tl_combine[blockIdx.x][slot] = tl_globaltimer()
 // v31 warp-specialized kernel: each role's lead thread sums its phases' cycles in registers and
 // stores them to phase slots base.. at the end (warpgroup 0: 4-10, warpgroup 1: 11-12 and 19
-// for its copy issue (v37), producer: 13-16, and 17-18 for the parts of its copy issue, v35);
+// for its copy issue (v37), producer: 13-18, and 20 for its tile max and raw reads (session 23));
 // slots 0-3 as above, by thread 0.
 #define DSPARKCTL_WS_TL_DECL                 \
   unsigned long long ws_tl[7] = {};          \
@@ -2209,6 +2209,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         }
       }
       nbar_sync(kWsProducer, 128);  // every raw byte read before a converted row overwrites it; the tile max
+      DSPARKCTL_WS_TL(6);  // the tile max and the raw reads (timeline slot 20)
       const uint32_t maxb = max(sPmax[b * 4], sPmax[b * 4 + 1]);
 #pragma unroll
       for (int i = 0; i < UPT; ++i) {
@@ -2266,6 +2267,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       if (tile_begin < tile_end) convert(tile_end - 1);
     }
     DSPARKCTL_WS_TL_STORE(pt == 0, 13, 6)
+    DSPARKCTL_WS_TL_STORE_AT(pt == 0, 6, 20)
     // the consumers' epilogue barriers are whole-CTA ones: the producer takes part, idle (v32:
     // with 256-thread named barriers there, racecheck reported the staging writes against the
     // read-back behind them, a few hazards a run in different places each run, even on a barrier

@@ -57,6 +57,8 @@ inline int sparse_mla_heads_per_cta(int config, int H) {
   return H <= 16 ? 16 : 32;
 }
 
+inline bool sparse_mla_warp_specialized(const SparseMlaPlanDevice& d, const SparseMlaPlan& plan);
+
 // The automatic split count once the layout is chosen (`tiles` per token at that layout).
 inline int auto_splits(const SparseMlaPlanDevice& d, const SparseMlaPlan& plan, int T, int head_blocks, int tiles) {
   const int64_t ctas = int64_t(T) * head_blocks;
@@ -76,6 +78,12 @@ inline int auto_splits(const SparseMlaPlanDevice& d, const SparseMlaPlan& plan, 
     if (splits > kMaxSplits) splits = kMaxSplits;
     if (splits < 1) splits = 1;
   }
+  // Session 23: the warp-specialized kernel splits a token of <= 3 tiles only into single-tile
+  // CTAs. A split that leaves chains of two saves one tile (~2.7 us) and pays the fp32 partials
+  // and the combine: H200 plan sweep (bench/results/plan_sweep_s23/), DSpark T = 50 without the
+  // extra cache (3 tiles, 50 CTAs) 1 split 17.0 us, 2 splits 19.8; at T = 25 3 splits (one tile
+  // each) 15.2, 1 split 16.8, 2 splits 17.3.
+  if (splits > 1 && tiles <= 3 && (tiles + splits - 1) / splits > 1 && sparse_mla_warp_specialized(d, plan)) splits = 1;
   return splits;
 }
 
@@ -274,6 +282,11 @@ inline bool sparse_mla_large32_fills_wave(const SparseMlaPlanDevice& d, int T, i
                         (d.smem_optin >= d.smem_large16 && ctas16 * tiles_l <= sms);
   if (chain32 == 1) return !single16;
   if (4 * ctas32 < 3 * sms) return false;  // not a full wave
+  // Session 23: not where the 64-head plan runs the warp-specialized kernel unsplit over <= 3
+  // tiles too (half the CTAs, each tile gathered and converted once for all 64 heads): H200 plan
+  // sweep (bench/results/plan_sweep_s23/), DSpark T = 50 without the extra cache 17.0 us vs 18.5
+  // on 100 32-head CTAs.
+  if (s64 == 1 && chain64 <= 3 && sparse_mla_warp_specialized(d, p64)) return false;
   return (s32 == 1 && chain32 <= 3) || (chain32 == 2 && chain64 == 1 && 4 * ctas64 >= 3 * sms);
 }
 

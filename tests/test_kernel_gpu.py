@@ -471,8 +471,10 @@ def test_all_invalid_and_nan_everywhere_else() -> None:
 @pytest.mark.parametrize(("t", "extra"), [(50, None), (5, (512, 64)), (10, (512, 64))], ids=["T50", "T5_x512", "T10_x512"])
 def test_dspark_shapes_on_32_head_large_ctas(t: int, extra: tuple[int, int] | None) -> None:
     """v26: on Hopper the automatic plan runs these DSpark shapes (64 heads, topk 192, valid 133,
-    a full 512 extra cache) on 32-head LARGE CTAs. Against the reference, and bit for bit equal
-    to forcing that layout at its automatic split count, so the automatic path is the one checked."""
+    a full 512 extra cache) on 32-head LARGE CTAs; since session 23 T = 50 without the extra cache
+    runs the warp-specialized kernel unsplit where it is built. Against the reference, and bit for
+    bit equal to forcing the planned layout at its automatic split count, so the automatic path is
+    the one checked."""
     args = _inputs(Case(t=t, h=64, topk=192, pbs=256, extra=extra, sink=True, seed=70 + t))
     args["topk_length"] = torch.full((t,), 133, device="cuda", dtype=torch.int32)
     if extra is not None:
@@ -480,8 +482,13 @@ def test_dspark_shapes_on_32_head_large_ctas(t: int, extra: tuple[int, int] | No
     out, lse = ops.sparse_mla_decode(**args)
     _check(args, out, lse)
     if _fits_large(ops.CONFIG_LARGE_SMEM_32):
-        out32, lse32 = ops.sparse_mla_decode_cfg(config=ops.CONFIG_LARGE_SMEM_32, **args)
-        assert torch.equal(out, out32) and torch.equal(lse, lse32)
+        plan = ops.plan_info(t, 64, 192, 0 if extra is None else extra[0])
+        ws_built = ops.plan_info(64, 128, 128, 1024)["warp_specialized"]  # Hopper (test_plan_routes_...)
+        ws = t == 50 and extra is None and ws_built
+        assert plan["warp_specialized"] == ws and plan["heads_per_cta"] == (64 if ws else 32), plan
+        forced = ops.CONFIG_LARGE_SMEM_WS if ws else ops.CONFIG_LARGE_SMEM_32
+        out_f, lse_f = ops.sparse_mla_decode_cfg(config=forced, **args)
+        assert torch.equal(out, out_f) and torch.equal(lse, lse_f)
 
 
 @pytest.mark.parametrize(

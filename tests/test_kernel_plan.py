@@ -69,7 +69,7 @@ H200_AUTO = {
     (5, 64, 192, 0): (SMALL, 16, 32, 6),  # DSpark draft
     (10, 64, 192, 0): (LARGE, 16, 64, 3),  # v18
     (25, 64, 192, 0): (LARGE, 16, 64, 1),  # DSpark verify: no split, no combine (v19)
-    (50, 64, 192, 0): (LARGE, 32, 64, 1),  # v26: 32-head LARGE, no split (v24-v25: 64-head, 2 splits)
+    (50, 64, 192, 0): (LARGE, 64, 64, 1),  # session 23: the WS kernel, no split (v26-v39: 32-head LARGE, no split)
     (5, 64, 192, 512): (LARGE, 32, 64, 11),  # v26: 32 heads, one tile each (v25: LARGE16, 6 splits)
     (10, 64, 192, 512): (LARGE, 32, 64, 6),  # v26: 32 heads, two tiles each (v25: 64-head, 11 splits)
     (25, 64, 192, 512): (LARGE, 64, 64, 5),
@@ -158,9 +158,11 @@ def test_few_tile_rule_only_without_wgmma(harness: Path) -> None:
     assert plans(harness, H200, shape) == [(LARGE, 64, 64, 3), (LARGE, 64, 64, 1)]
     assert plans(harness, H200_NO_WGMMA, shape) == [(SMALL, 32, 32, 3), (SMALL, 32, 32, 1)]
     # every bench shape is planned the same with and without wgmma (since v26 DSpark T = 50
-    # takes 32-head LARGE CTAs, mma.sync in both builds, ahead of the few-tile rule)
+    # takes 32-head LARGE CTAs, mma.sync in both builds, ahead of the few-tile rule), but for
+    # DSpark T = 50, which since session 23 runs the warp-specialized kernel (wgmma) where it is built
     shapes = list(H200_AUTO)
-    assert plans(harness, H200_NO_WGMMA, [(*s, AUTO, 0) for s in shapes]) == [H200_AUTO[s] for s in shapes]
+    expect = {**H200_AUTO, (50, 64, 192, 0): (LARGE, 32, 64, 1)}
+    assert plans(harness, H200_NO_WGMMA, [(*s, AUTO, 0) for s in shapes]) == [expect[s] for s in shapes]
 
 
 def test_32_head_large_ctas_only_where_they_fill_one_wave(harness: Path) -> None:
@@ -190,9 +192,13 @@ def test_32_head_large_ctas_only_where_they_fill_one_wave(harness: Path) -> None
     ))  # fmt: skip
     heads32 = {s for s, p in got.items() if p[0] == LARGE and p[1] == 32}
     assert heads32 == {
-        (50, 64, 192, 0), (64, 64, 128, 0), (5, 64, 192, 512), (6, 64, 128, 512), (10, 64, 192, 512),
+        (64, 64, 128, 0), (5, 64, 192, 512), (6, 64, 128, 512), (10, 64, 192, 512),
         (1, 128, 128, 1024), (2, 64, 128, 1024),
     }, got  # fmt: skip
+    # session 23: DSpark T = 50 (no split, chains of 3) goes to the warp-specialized kernel, unsplit,
+    # where the device has it; v26's 32-head CTAs where it does not
+    assert got[(50, 64, 192, 0)] == (LARGE, 64, 64, 1)
+    assert plans(harness, H200_NO_WS, [(50, 64, 192, 0, AUTO, 0)]) == [(LARGE, 32, 64, 1)]
     assert got[(1, 128, 128, 1024)] == (LARGE, 32, 64, 18) and got[(3, 64, 192, 512)] == (LARGE, 16, 64, 11)
     assert got[(64, 64, 128, 0)] == (LARGE, 32, 64, 1) and got[(6, 64, 128, 512)] == (LARGE, 32, 64, 10)
     # forced: 32 heads per CTA at any head count, the automatic split count of that layout
@@ -240,14 +246,16 @@ def test_warp_specialized_kernel_for_every_64_head_large_plan(harness: Path) -> 
     ws = {s for s, r in got.items() if r[6]}
     assert ws == {s for s, r in got.items() if r[:3] == (LARGE, 64, 64)}
     assert ws == {(t, h, 128, e) for h in (64, 128) for e in (512, 1024) for t in (8, 32, 64)} | {
-        (25, 64, 192, 512), (50, 64, 192, 512)
+        (25, 64, 192, 512), (50, 64, 192, 512), (50, 64, 192, 0)
     }
     # chains of one tile are taken too: 64 heads +512 T = 8 is 10 tiles over 10 splits
     assert got[(8, 64, 128, 512)][:4] == (LARGE, 64, 64, 10)
     for dev in (H200_NO_WS, H200_NO_WGMMA, SM120):
         assert not any(r[6] for r in launches(harness, dev, [(*s, AUTO, 0) for s in shapes])), dev
-    # without it the plans are the same otherwise
-    assert [r[:6] for r in launches(harness, H200_NO_WS, [(*s, AUTO, 0) for s in shapes])] == [got[s][:6] for s in shapes]
+    # without it the plans are the same otherwise, but for DSpark T = 50 (32-head CTAs there, v26)
+    no_ws = dict(zip(shapes, launches(harness, H200_NO_WS, [(*s, AUTO, 0) for s in shapes]), strict=True))
+    assert {s for s in shapes if no_ws[s][:6] != got[s][:6]} == {(50, 64, 192, 0)}
+    assert no_ws[(50, 64, 192, 0)][:4] == (LARGE, 32, 64, 1)
     # forced (config 6): 64 heads per CTA at any head count, the automatic split count of LARGE,
     # the warp-specialized kernel wherever the device has it, plain 64-head LARGE elsewhere
     forced = [(1, 8, 64, 0, LARGE_WS, 0), (5, 64, 192, 512, LARGE_WS, 3), (64, 128, 128, 512, LARGE_WS, 10)]
@@ -257,3 +265,23 @@ def test_warp_specialized_kernel_for_every_64_head_large_plan(harness: Path) -> 
     assert [r[6] for r in launches(harness, H200_NO_WS, forced)] == [0, 0, 0]
     assert [r[:3] for r in launches(harness, H200_NO_WS, forced)] == [(LARGE, 64, 64)] * 3
     assert [r[6] for r in launches(harness, SM120, forced)] == [0, 0, 0]
+
+
+def test_warp_specialized_splits_a_short_token_only_into_single_tiles(harness: Path) -> None:
+    """Session 23 (plan sweep, bench/results/plan_sweep_s23/): the warp-specialized kernel splits a
+    token of <= 3 tiles only where every CTA then holds one tile; a split leaving chains of two
+    paid more in partials and combine than the tile it saved (DSpark T = 50: 19.8 vs 17.0 us).
+    Longer tokens and the main kernel split as before."""
+    cases = [
+        (25, 64, 192, 0, LARGE, 0),  # 25 CTAs: 3 splits, one tile each
+        (50, 64, 192, 0, LARGE, 0),  # 50 CTAs: 2 splits would leave chains of two -> 1
+        (40, 64, 192, 0, LARGE, 0),  # 40 CTAs: 3 splits, one tile each
+        (50, 64, 128, 0, LARGE, 0),  # 2 tiles: 2 splits, one tile each
+        (50, 64, 192, 512, LARGE, 0),  # 11 tiles: 2 splits as before
+        (30, 128, 192, 0, LARGE, 0),  # 2 head blocks, 60 CTAs: 2 splits would leave chains of two -> 1
+    ]
+    assert [r[3] for r in plans(harness, H200, cases)] == [3, 1, 3, 2, 2, 1]
+    # without the warp-specialized kernel the 64-head main kernel keeps the one-wave split count
+    assert [r[3] for r in plans(harness, H200_NO_WS, cases)] == [3, 2, 3, 2, 2, 2]
+    # an explicit split count is never overridden
+    assert plans(harness, H200, [(50, 64, 192, 0, LARGE, 2)])[0][3] == 2
