@@ -172,7 +172,7 @@ int main(int argc, char** argv) {
   const int head_blocks = (H + plan.heads_per_cta - 1) / plan.heads_per_cta;
   const int ctas = std::min(T * head_blocks * plan.num_splits, dsparkctl::kTlMaxCtas);
   unsigned long long m_first = ~0ull, m_last_entry = 0, m_end = 0;
-  constexpr int kPhases = dsparkctl::kTlSlots - 4;  // slots 4..20, then two sums kept from v13 (loads_issued, epilogue)
+  constexpr int kPhases = dsparkctl::kTlSlots - 4;  // slots 4..25 (21-25: the WS kernel's cycles since entry at five points), then two sums kept from v13 (loads_issued, epilogue)
   std::vector<double> ph[kPhases + 2], tiles, dur;
   int sm_share_max = 0;
   std::vector<int> per_sm(256, 0);
@@ -197,7 +197,7 @@ int main(int argc, char** argv) {
   }
   int clock_khz = 0;
   CK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
-  static const char* names[kPhases + 2] = {"ids_issued", "ids_published", "q_landed", "first_copy_issue", "q_to_smem", "tile_landed", "dequant", "next_copy_issue", "s", "p", "pv", "epi_wait", "epi_stage", "epi_wait2", "epi_store", "q_loads_issued", "s_mma", "loads_issued", "epilogue"};
+  static const char* names[kPhases + 2] = {"ids_issued", "ids_published", "q_landed", "first_copy_issue", "q_to_smem", "tile_landed", "dequant", "next_copy_issue", "s", "p", "pv", "epi_wait", "epi_stage", "epi_wait2", "epi_store", "q_loads_issued", "s_mma", "ws_q_ready_at", "ws_staged_at", "ws_written_at", "ws_range_at", "ws_q_regs_at", "loads_issued", "epilogue"};
   std::printf("{\"H\": %d, \"topk\": %d, \"valid\": %d, \"extra\": %d, \"T\": %d, \"config\": %d, \"heads_per_cta\": %d, "
               "\"tile_n\": %d, \"splits\": %d, \"ctas\": %d, \"max_ctas_per_sm\": %d, \"stream_us_per_call\": %.2f, "
               "\"clock_mhz\": %.0f, \"main_span_ns\": %llu, \"main_entry_spread_ns\": %llu, \"cta_ns_median\": %.0f, \"cta_ns_max\": %.0f, "

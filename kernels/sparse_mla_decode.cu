@@ -47,7 +47,7 @@ constexpr float kLn2 = 0.6931471805599453f;
 // phase of the single-tile latency chain (T = 1, DSpark drafts) the microseconds are in.
 // Off by default: the macros compile to nothing and the shared-memory slot is 0 bytes.
 #ifdef DSPARKCTL_TIMELINE
-constexpr int kTlSlots = 21;
+constexpr int kTlSlots = 26;
 constexpr int kTlSmemBytes = 8 * (kTlSlots - 4);
 constexpr int kTlMaxCtas = 1 << 14;
 // [cta][slot]: 0 globaltimer at entry, 1 at exit, 2 SM id, 3 tiles; cycles of: 19 entry to the
@@ -57,6 +57,7 @@ constexpr int kTlMaxCtas = 1 << 14;
 // 15..18 the epilogue: the barrier after the last P.V, row scaling + staging in shared memory,
 // the second barrier, the global stores; 20 the S phase's mma loops (thread 0's warp; slot 12
 // then holds the rest of S: scaling, mask, row max, the barrier).
+// (21-25: the warp-specialized kernel's points since entry, below.)
 __device__ unsigned long long g_tl_main[kTlMaxCtas][kTlSlots];
 // [combine block]: 0 globaltimer at entry, 1 after griddepcontrol.wait, 2 at exit.
 __device__ unsigned long long g_tl_combine[kTlMaxCtas][4];
@@ -110,6 +111,12 @@ __device__ __forceinline__ unsigned long long tl_globaltimer() {
   }
 #define DSPARKCTL_WS_TL_STORE_AT(lead, i, slot) \
   if ((lead) && blockIdx.y * gridDim.x + blockIdx.x < kTlMaxCtas) g_tl_main[blockIdx.y * gridDim.x + blockIdx.x][slot] = ws_tl[i];
+// (session 23) thread 0's SM cycles since the WS kernel's entry at five points, slots 21-25: Q in
+// shared memory (warpgroup 0's loop starts), the output rows staged, the rows written (exit); the
+// split's tile range known (24), Q's rows in registers (25).
+#define DSPARKCTL_WS_TL_T0 const unsigned long long ws_t0 = clock64();
+#define DSPARKCTL_WS_TL_ABS(slot) \
+  if (threadIdx.x == 0 && blockIdx.y * gridDim.x + blockIdx.x < kTlMaxCtas) g_tl_main[blockIdx.y * gridDim.x + blockIdx.x][slot] = clock64() - ws_t0;
 #else
 constexpr int kTlSmemBytes = 0;
 #define DSPARKCTL_TL_BEGIN(smem_tl)
@@ -120,6 +127,8 @@ constexpr int kTlSmemBytes = 0;
 #define DSPARKCTL_WS_TL(i) do {} while (0)
 #define DSPARKCTL_WS_TL_STORE(lead, base, n)
 #define DSPARKCTL_WS_TL_STORE_AT(lead, i, slot)
+#define DSPARKCTL_WS_TL_T0
+#define DSPARKCTL_WS_TL_ABS(slot)
 #endif
 
 template <int MT, int BN>
@@ -2002,6 +2011,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   using W = WsCfg;
   constexpr int M = W::M, BN = W::BN;
   constexpr bool kWsConsumerCopies = kWsConsumerCopiesOn && VEC == 16;
+  DSPARKCTL_WS_TL_T0
   extern __shared__ __align__(1024) uint8_t smem[];
   __nv_bfloat16* sQ = reinterpret_cast<__nv_bfloat16*>(smem + W::OFF_Q);
   __nv_bfloat16* sP16 = reinterpret_cast<__nv_bfloat16*>(smem + W::OFF_P16);
@@ -2054,6 +2064,10 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const ValidTiles<BN> vt(p, t, ntf_m, sb, se);
   const int tile_begin = vt.begin;
   const int tile_end = vt.end;
+#ifdef DSPARKCTL_TIMELINE
+  if (tile_end < 0) __trap();  // never: uses the range, so the mark below follows its loads
+#endif
+  DSPARKCTL_WS_TL_ABS(24);
   auto tile_src = [&](int it, const SparseMlaCache*& c, int& pos0, int& len) { vt.src(p, it, c, pos0, len); };
   // The bulk copies of tile `it`'s valid rows (576 contiguous bytes each) into raw slots cand x 576
   // of its KV buffer, counted on rawbar (invalid rows are zeroed at conversion), by the four warps
@@ -2287,6 +2301,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   typename QR::Src(p, t, h0, tid).load(qv);
   const bool q_nope_col = (tid % (kD / 8)) < kDN / 8;
   const bool q_slow = nbar_or(kWsConsumers, kCT, QR::odd(qv, q_nope_col) != 0);
+  DSPARKCTL_WS_TL_ABS(25);
   int q_shift[2] = {0, 0};  // warpgroup 0: its two S rows' Q shift
   if (q_slow) {
 #pragma unroll
@@ -2356,6 +2371,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   };
   if (wg == 0) {
     setmaxnreg_inc<W::REGS_S>();
+    DSPARKCTL_WS_TL_ABS(21);
     DSPARKCTL_WS_TL_DECL
     const uint64_t dq = wgmma_desc_sw128(sQ);
     for (int it = tile_begin; it < tile_end; ++it) {
@@ -2524,8 +2540,10 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     ws_stage();
   }
   // ---- epilogue: the staged rows to global memory
+  DSPARKCTL_WS_TL_ABS(22);
   cta_sync_divergent();
   ws_write_rows<M, kCT>(p, sOut, t, h0, split, num_splits, tid);
+  DSPARKCTL_WS_TL_ABS(23);
 #ifdef DSPARKCTL_TIMELINE
   if (tid == 0 && blockIdx.y * gridDim.x + blockIdx.x < kTlMaxCtas) {
     unsigned smid;
