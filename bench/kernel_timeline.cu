@@ -190,6 +190,7 @@ int main(int argc, char** argv) {
   const int cblocks = plan.num_splits > 1 ? std::min(T * H, dsparkctl::kTlMaxCtas) : 0;
   unsigned long long c_first = ~0ull, c_wait = ~0ull, c_wait_last = 0, c_end = 0;
   for (int b = 0; b < cblocks; ++b) {
+    if (tc[b][0] == 0) continue;  // no such block (a combine of several rows per block has fewer)
     c_first = std::min(c_first, tc[b][0]);
     c_wait = std::min(c_wait, tc[b][1]);
     c_wait_last = std::max(c_wait_last, tc[b][1]);

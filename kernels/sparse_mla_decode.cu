@@ -2576,14 +2576,29 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 // count, although T x H picks G).
 constexpr int kCombineAccs = 4;
 
-template <int B, int G>
+// Session 23 (candidate, off by default): RPB > 1 packs RPB (token, head) rows into one block of
+// RPB x 128 threads (G = 1 only), so a large grid is RPB times fewer blocks. v40's timelines had
+// the combine of the DSpark +512 T = 25 / 50 rows (1,600 / 3,200 blocks) still passing its
+// griddepcontrol.wait 2.6-3.7 us after its first block did: block launch, not the loads, set its
+// tail. Each row's threads, loads and sum order are those of RPB = 1, so the output is the same
+// bit for bit. -DDSPARKCTL_COMBINE_ROWS_PER_BLOCK=4 builds it for grids of >= 4 rows per SM.
+#ifndef DSPARKCTL_COMBINE_ROWS_PER_BLOCK
+#define DSPARKCTL_COMBINE_ROWS_PER_BLOCK 1
+#endif
+constexpr int kCombineRowsPerBlock = DSPARKCTL_COMBINE_ROWS_PER_BLOCK;
+static_assert(kCombineRowsPerBlock == 1 || kCombineRowsPerBlock == 2 || kCombineRowsPerBlock == 4 ||
+                  kCombineRowsPerBlock == 8, "rows per combine block: 1, 2, 4 or 8");
+
+template <int B, int G, int RPB>
 constexpr int combine_min_blocks() {
-  return G > 1 ? 8 / G : (B <= 4 ? 12 : 8);
+  constexpr int n = G > 1 ? 8 / G : (B <= 4 ? 12 : 8);
+  return n / RPB > 0 ? n / RPB : 1;
 }
 
-template <int B, int G>
-__global__ void __launch_bounds__(128 * G, combine_min_blocks<B, G>()) sparse_mla_combine_kernel(const SparseMlaParams p, int num_splits) {
+template <int B, int G, int RPB = 1>
+__global__ void __launch_bounds__(128 * G * RPB, combine_min_blocks<B, G, RPB>()) sparse_mla_combine_kernel(const SparseMlaParams p, int num_splits) {
   static_assert(G == 1 || G == 2 || G == 4, "groups must divide the 4 accumulators");
+  static_assert(RPB == 1 || G == 1, "several rows per block only with one group per row (no block barrier)");
   constexpr int R = kCombineAccs / G;  // accumulators per thread: k = g + m * G
   static_assert(B % R == 0, "a batch must cover whole rounds of this thread's accumulators");
   __shared__ float4 sAcc[G > 1 ? kCombineAccs : 1][128];
@@ -2597,7 +2612,8 @@ __global__ void __launch_bounds__(128 * G, combine_min_blocks<B, G>()) sparse_ml
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
   DSPARKCTL_TL_COMBINE(1);
-  const int64_t th = blockIdx.x;
+  const int64_t th = int64_t(blockIdx.x) * RPB + (RPB == 1 ? 0 : int(threadIdx.x >> 7));
+  if (RPB > 1 && th >= int64_t(p.T) * p.H) return;  // the last block's rows past the end
   const int h = int(th % p.H);
   const int g = G == 1 ? 0 : int(threadIdx.x >> 7);
   const int lt = threadIdx.x & 127;
@@ -2867,7 +2883,7 @@ int combine_blocks_per_sm(int device) {
   static int cache[kMaxDevices] = {};
   if (cache[device] == 0) {
     int n = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, sparse_mla_combine_kernel<B, G>, 128 * G, 0) != cudaSuccess) {
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, sparse_mla_combine_kernel<B, G, 1>, 128 * G, 0) != cudaSuccess) {
       cudaGetLastError();  // clear the error from the query; fall back to 1
       n = 1;
     }
@@ -2881,6 +2897,7 @@ using CombineKernel = void (*)(const SparseMlaParams, int);
 struct CombineShape {
   CombineKernel kernel;
   int groups;
+  int rows_per_block = 1;
 };
 
 // The combine for a call: groups only as many as keep the rows (T x H blocks) one wave,
@@ -2895,6 +2912,11 @@ CombineShape combine_shape(int device, int num_splits, int64_t rows) {
     return {sparse_mla_combine_kernel<8, 4>, 4};
   if (num_splits > 8 && rows <= sms * combine_blocks_per_sm<8, 2>(device))
     return {sparse_mla_combine_kernel<8, 2>, 2};
+  constexpr int rpb = kCombineRowsPerBlock;
+  if (rpb > 1 && rows >= 4 * sms) {
+    if (num_splits > 4) return {sparse_mla_combine_kernel<8, 1, rpb>, 1, rpb};
+    return {sparse_mla_combine_kernel<4, 1, rpb>, 1, rpb};
+  }
   if (num_splits > 4) return {sparse_mla_combine_kernel<8, 1>, 1};
   return {sparse_mla_combine_kernel<4, 1>, 1};
 }
@@ -2980,8 +3002,8 @@ cudaError_t sparse_mla_decode_launch(const SparseMlaParams& p, const SparseMlaPl
   // edge): the combine's launch latency overlaps the main kernel's tail.
   const CombineShape cs = combine_shape(device, plan.num_splits, int64_t(p.T) * p.H);
   cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(unsigned(int64_t(p.T) * p.H));
-  cfg.blockDim = dim3(unsigned(128 * cs.groups));
+  cfg.gridDim = dim3(unsigned((int64_t(p.T) * p.H + cs.rows_per_block - 1) / cs.rows_per_block));
+  cfg.blockDim = dim3(unsigned(128 * cs.groups * cs.rows_per_block));
   cfg.dynamicSmemBytes = 0;
   cfg.stream = stream;
   cudaLaunchAttribute attr[1];
