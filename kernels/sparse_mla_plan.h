@@ -82,7 +82,8 @@ inline int auto_splits(const SparseMlaPlanDevice& d, const SparseMlaPlan& plan, 
   // CTAs. A split that leaves chains of two saves one tile (~2.7 us) and pays the fp32 partials
   // and the combine: H200 plan sweep (bench/results/plan_sweep_s23/), DSpark T = 50 without the
   // extra cache (3 tiles, 50 CTAs) 1 split 17.0 us, 2 splits 19.8; at T = 25 3 splits (one tile
-  // each) 15.2, 1 split 16.8, 2 splits 17.3.
+  // each) 15.2, 1 split 16.8, 2 splits 17.3. Measured at one head block a token; at two (128 heads)
+  // the same terms apply, twice over (unmeasured).
   if (splits > 1 && tiles <= 3 && (tiles + splits - 1) / splits > 1 && sparse_mla_warp_specialized(d, plan)) splits = 1;
   return splits;
 }
