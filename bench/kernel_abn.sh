@@ -3,7 +3,7 @@
 # builds every variant, optionally runs the GPU tests on each non-base one, then alternates the
 # benches (round 1: every variant, round 2: every variant, ...) so clock and neighbour drift hit
 # all alike, and prints one row per shape: each variant's best time and its change vs the first.
-#   usage: OUT=... [ROUNDS=2] [TESTS=1] [BENCH_SETS='--short;--short --heads 64 128'] \
+#   usage: OUT=... [ROUNDS=2] [TESTS=1] [TEST_TIMEOUT=240] [BENCH_SETS='--short;--short --heads 64 128'] \
 #          bash bench/kernel_abn.sh NAME=FLAGS [NAME=FLAGS ...]     (FLAGS: comma-separated, may be empty)
 #   e.g.   bash bench/kernel_abn.sh base= swap=-DDSPARKCTL_WS_RAW_SWAP both=-DA,-DB
 # The first variant is the baseline. BENCH_SETS: ';'-separated bench_kernel.py flag sets, each
@@ -30,13 +30,16 @@ done
 if [ -n "${TESTS:-}" ]; then
   for name in "${NAMES[@]:1}"; do
     t0=$(date +%s)
-    DSPARKCTL_KERNEL_SO=/tmp/kabn_$name/$SO python3 -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider --maxfail=8 > "$OUT/gpu_tests_$name.log" 2>&1
-    echo "gpu tests $name: $(grep -E '[0-9]+ (passed|failed)' "$OUT/gpu_tests_$name.log" | tail -1) ($(( $(date +%s) - t0 )) s)"
+    # a candidate that hangs (a barrier no thread reaches) costs TEST_TIMEOUT, not the call
+    DSPARKCTL_KERNEL_SO=/tmp/kabn_$name/$SO timeout "${TEST_TIMEOUT:-240}" python3 -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider --maxfail=8 > "$OUT/gpu_tests_$name.log" 2>&1 \
+      || echo "$name" >> "$OUT/failed_variants.txt"
+    echo "gpu tests $name: $(grep -E '[0-9]+ (passed|failed)' "$OUT/gpu_tests_$name.log" | tail -1) ($(( $(date +%s) - t0 )) s)$(grep -qx "$name" "$OUT/failed_variants.txt" 2> /dev/null && echo '; FAILED or timed out: not benched')"
   done
 fi
 IFS=';' read -r -a SETS <<< "$BENCH_SETS"
 for r in $(seq "$ROUNDS"); do
   for name in "${NAMES[@]}"; do
+    if grep -qx "$name" "$OUT/failed_variants.txt" 2> /dev/null; then continue; fi  # failed or hung tests: not benched
     for i in "${!SETS[@]}"; do
       # shellcheck disable=SC2086
       DSPARKCTL_KERNEL_SO=/tmp/kabn_$name/$SO python3 bench/bench_kernel.py ${SETS[$i]} \

@@ -1935,6 +1935,106 @@ struct WsCfg {
   static_assert(OFF_BAR % 8 == 0, "mbarrier alignment");
 };
 
+// Session 23 candidate (-DDSPARKCTL_WS_SPLIT_CLUSTER, off by default): the 2-4 split CTAs of one
+// (token, head block) run as a thread-block cluster (cluster dims 1 x splits) and reduce their
+// staged rows over distributed shared memory, each CTA a slice of the rows, instead of writing
+// fp32 partials for the combine kernel. v40's timelines had a split WS call's combine ending
+// 3.6-6.5 us after the main kernel. The sums follow the combine's order for <= 4 splits, so the
+// output should be the unclustered one bit for bit.
+#ifdef DSPARKCTL_WS_SPLIT_CLUSTER
+constexpr bool kWsSplitCluster = true;
+#else
+constexpr bool kWsSplitCluster = false;
+#endif
+constexpr int kWsSplitClusterMax = 4;
+[[maybe_unused]] __device__ __forceinline__ uint32_t ws_cluster_size() {
+  uint32_t n = 1;
+#if DSPARKCTL_WGMMA
+  asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(n));
+#endif
+  return n;
+}
+// Every thread of every CTA of the cluster: release this CTA's shared-memory writes, acquire the peers'.
+[[maybe_unused]] __device__ __forceinline__ void ws_cluster_sync() {
+#if DSPARKCTL_WGMMA
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#endif
+}
+// The same shared-memory address in the cluster's CTA `rank`.
+[[maybe_unused]] __device__ __forceinline__ uint32_t dsmem_addr(const void* local, uint32_t rank) {
+  uint32_t r = 0;
+#if DSPARKCTL_WGMMA
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(smem_u32(local)), "r"(rank));
+#endif
+  return r;
+}
+[[maybe_unused]] __device__ __forceinline__ float4 ld_dsmem_f4(uint32_t addr) {
+  float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+#if DSPARKCTL_WGMMA
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(addr)
+               : "memory");
+#endif
+  return v;
+}
+[[maybe_unused]] __device__ __forceinline__ float ld_dsmem_f32(uint32_t addr) {
+  float v = 0.f;
+#if DSPARKCTL_WGMMA
+  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(addr) : "memory");
+#endif
+  return v;
+}
+
+// The cluster's reduction: CTA `split` (its cluster rank) finishes rows [split * per, +per) of the
+// S <= 4 splits' staged rows (normalised O, fp32) and base-2 row lse (sLse2), 128 threads a row,
+// 4 dims each: the combine kernel's arithmetic in its order (weights 2^(lse - max), the sum of
+// the weights in its butterfly order, products rounded then added in split order, 1 / L and
+// the sink gate), so the output and lse equal the unclustered call's.
+template <int M>
+__device__ __forceinline__ void ws_reduce_rows(const SparseMlaParams& p, const float* sOut, const float* sLse2, int t,
+                                               int h0, int split, int S, int tid) {
+  const int per = (M + S - 1) / S;
+  const int r1 = (split + 1) * per < M ? (split + 1) * per : M;
+  const int c4 = tid & 127;
+  for (int row = split * per + (tid >> 7); row < r1; row += 2) {
+    const int h = h0 + row;
+    if (h >= p.H) break;
+    float l[kWsSplitClusterMax], e[kWsSplitClusterMax];
+    float mx = -INFINITY;
+#pragma unroll
+    for (int s = 0; s < kWsSplitClusterMax; ++s) {
+      l[s] = s < S ? ld_dsmem_f32(dsmem_addr(sLse2 + row, uint32_t(s))) : -INFINITY;
+      mx = fmaxf(mx, l[s]);
+    }
+    const bool empty = mx == -INFINITY;
+#pragma unroll
+    for (int s = 0; s < kWsSplitClusterMax; ++s) e[s] = l[s] == -INFINITY ? 0.f : exp2f(l[s] - mx);
+    const float L = __fadd_rn(__fadd_rn(e[0], e[2]), __fadd_rn(e[1], e[3]));  // the combine's butterfly, <= 4 splits
+    float4 a[kWsSplitClusterMax];
+#pragma unroll
+    for (int s = 0; s < kWsSplitClusterMax; ++s) {
+      a[s] = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (s < S && e[s] != 0.f) {
+        const float4 v = ld_dsmem_f4(dsmem_addr(sOut + row * kORow + c4 * 4, uint32_t(s)));
+        a[s] = make_float4(__fmul_rn(e[s], v.x), __fmul_rn(e[s], v.y), __fmul_rn(e[s], v.z), __fmul_rn(e[s], v.w));
+      }
+    }
+    float4 o = a[0];
+#pragma unroll
+    for (int s = 1; s < kWsSplitClusterMax; ++s) {
+      o.x = __fadd_rn(o.x, a[s].x); o.y = __fadd_rn(o.y, a[s].y); o.z = __fadd_rn(o.z, a[s].z); o.w = __fadd_rn(o.w, a[s].w);
+    }
+    const float lse_nat = empty ? -INFINITY : (mx + log2f(L)) * kLn2;
+    float f = empty ? 0.f : 1.f / L;
+    if (!empty && p.sink != nullptr) f *= 1.f / (1.f + expf(__ldg(p.sink + h) - lse_nat));
+    const int64_t th = int64_t(t) * p.H + h;
+    *reinterpret_cast<uint2*>(reinterpret_cast<__nv_bfloat16*>(p.out) + th * kD + c4 * 4) =
+        make_uint2(pack_bf16(o.x * f, o.y * f), pack_bf16(o.z * f, o.w * f));
+    if (c4 == 0) p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
+  }
+}
+
 // The staged output rows (fp32, [M][kORow]) to global memory by `n` threads: bf16 rows (one
 // split) or the fp32 partials.
 template <int M, int N>
@@ -2038,6 +2138,9 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const int t = blockIdx.x / head_blocks;
   const int h0 = (blockIdx.x - t * head_blocks) * M;
   const int split = blockIdx.y;
+  // session 23 candidate: launched as a cluster of the splits (the host decides): reduce over DSMEM
+  const bool creduce = kWsSplitCluster && num_splits > 1 && ws_cluster_size() == uint32_t(num_splits);
+  float* sLse2 = reinterpret_cast<float*>(sQmax);  // [M] base-2 row lse for the cluster (Q's slow-path maxima are dead by then)
   if (tid == 0) {
     mbar_init(&full[0], 128);
     mbar_init(&full[1], 128);
@@ -2061,6 +2164,12 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const int sb = int((int64_t(ntf) * split) / num_splits);
   const int se = int((int64_t(ntf) * (split + 1)) / num_splits);
   asm volatile("griddepcontrol.wait;" ::: "memory");  // v23: no global access before this
+#ifdef DSPARKCTL_WS_Q_EARLY
+  // candidate: the consumers' Q loads issued before the tile range's loads, both round trips at once
+  using QR = QRows<M>;
+  uint4 qv[QR::QN];
+  if (warp < 8) typename QR::Src(p, t, h0, tid).load(qv);
+#endif
   const ValidTiles<BN> vt(p, t, ntf_m, sb, se);
   const int tile_begin = vt.begin;
   const int tile_end = vt.end;
@@ -2288,6 +2397,10 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     // id of their own; whole-CTA barriers leave nothing to model)
     cta_sync_divergent();
     cta_sync_divergent();
+    if (creduce) {  // the cluster barriers count every thread
+      ws_cluster_sync();
+      ws_cluster_sync();
+    }
     return;
   }
 
@@ -2296,9 +2409,11 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   // Q rows -> registers -> shared memory: nope as fp16 (per-row power-of-two shift on the slow
   // path, as the main kernel), rope as bf16, all in the 128-byte swizzle.
   constexpr int kCT = 256;
+#ifndef DSPARKCTL_WS_Q_EARLY
   using QR = QRows<M>;
   uint4 qv[QR::QN];
   typename QR::Src(p, t, h0, tid).load(qv);
+#endif
   const bool q_nope_col = (tid % (kD / 8)) < kDN / 8;
   const bool q_slow = nbar_or(kWsConsumers, kCT, QR::odd(qv, q_nope_col) != 0);
   DSPARKCTL_WS_TL_ABS(25);
@@ -2318,6 +2433,27 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   }
   // (the main kernel's loop, inline there and here: as a shared function ptxas schedules both
   // kernels differently, and their SASS is what the GPU tests measured)
+#ifdef DSPARKCTL_WS_Q_FAST
+  // candidate: the common case (no row needs a shift) in its own short loop. The shared loop
+  // carried the slow path's branches in each of its 16 unrolled chunks: ~970 instructions
+  // (15.6 KB) of straight-line code run once per CTA, and v40's timeline had ~3,700 cycles
+  // between Q in registers and Q in shared memory (cold instruction cache, the hypothesis).
+  if (!q_slow) {
+#pragma unroll
+    for (int i = 0; i < QR::QN; ++i) {
+      const int k = tid + i * kCT;
+      const int r = k / (kD / 8);
+      uint4 v = qv[i];
+      if (q_nope_col) {
+        uint32_t* w = reinterpret_cast<uint32_t*>(&v);
+#pragma unroll
+        for (int jj = 0; jj < 4; ++jj) w[jj] = pack_f16(bf16_lo(w[jj]), bf16_hi(w[jj]));
+      }
+      *reinterpret_cast<uint4*>(sQ + sw128_off<M>(r, (tid % (kD / 8)) * 8)) = v;
+    }
+  } else
+#endif
+  {
 #pragma unroll
   for (int i = 0; i < QR::QN; ++i) {
     const int k = tid + i * kCT;
@@ -2330,6 +2466,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       for (int jj = 0; jj < 4; ++jj) w[jj] = pack_f16(bf16_lo(w[jj]) * f, bf16_hi(w[jj]) * f);
     }
     *reinterpret_cast<uint4*>(sQ + sw128_off<M>(r, (tid % (kD / 8)) * 8)) = v;
+  }
   }
   fence_proxy_async_smem();
   nbar_sync(kWsConsumers, kCT);  // Q in place for warpgroup 0's S
@@ -2486,6 +2623,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       const int row = wl * 16 + (lane >> 2) + 8 * i;
       const float f = finish_row(p, t, h0 + row, split, num_splits, m_run[i], l_run[i], (lane & 3) == 0);
       if ((lane & 3) == 0) sFact[row] = f;
+      if (creduce && (lane & 3) == 0) sLse2[row] = m_run[i] == -INFINITY ? -INFINITY : m_run[i] + __log2f(l_run[i]);
     }
     DSPARKCTL_WS_TL(6);  // rows finished
     DSPARKCTL_WS_TL_STORE(tid == 0, 4, 7)
@@ -2542,7 +2680,13 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   // ---- epilogue: the staged rows to global memory
   DSPARKCTL_WS_TL_ABS(22);
   cta_sync_divergent();
-  ws_write_rows<M, kCT>(p, sOut, t, h0, split, num_splits, tid);
+  if (creduce) {
+    ws_cluster_sync();  // every split's staged rows and row lse, visible to the cluster
+    ws_reduce_rows<M>(p, sOut, sLse2, t, h0, split, num_splits, tid);
+    ws_cluster_sync();  // no CTA leaves (its shared memory) while a peer still reads it
+  } else {
+    ws_write_rows<M, kCT>(p, sOut, t, h0, split, num_splits, tid);
+  }
   DSPARKCTL_WS_TL_ABS(23);
 #ifdef DSPARKCTL_TIMELINE
   if (tid == 0 && blockIdx.y * gridDim.x + blockIdx.x < kTlMaxCtas) {
@@ -2792,6 +2936,40 @@ cudaError_t prepared_ws_kernel(void (**out)(const SparseMlaParams, int, int)) {
   return cudaSuccess;
 }
 
+// Session 23 candidate (-DDSPARKCTL_WS_SPLIT_CLUSTER): the WS kernel's splits as one cluster per
+// (token, head block), so its CTAs reduce over DSMEM and no combine runs; only for 2-4 splits and
+// where every cluster of the grid is resident at once (the occupancy calculator's cluster count:
+// one CTA per SM, a cluster's CTAs in one GPC). Returns the cluster size, 1 for none. Host-only,
+// cached per device and size: safe during graph capture.
+int ws_split_cluster(int device, const SparseMlaPlan& plan, int64_t token_blocks) {
+  if (!kWsSplitCluster || !plan.warp_specialized || plan.num_splits < 2 || plan.num_splits > kWsSplitClusterMax)
+    return 1;
+  static int cache[kMaxDevices][kWsSplitClusterMax + 1] = {};
+  int& n = cache[device][plan.num_splits];
+  if (n == 0) {
+    void (*kernel)(const SparseMlaParams, int, int) = nullptr;
+    int clusters = 0;
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 1;
+    attr[0].val.clusterDim.y = unsigned(plan.num_splits);
+    attr[0].val.clusterDim.z = 1;
+    cfg.gridDim = dim3(1, unsigned(plan.num_splits));
+    cfg.blockDim = dim3(kWsThreads);
+    cfg.dynamicSmemBytes = WsCfg::SMEM;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    if (prepared_ws_kernel<16>(&kernel) != cudaSuccess ||
+        cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess) {
+      cudaGetLastError();  // clear the query's error: no clusters
+      clusters = 0;
+    }
+    n = clusters > 0 ? clusters : -1;
+  }
+  return n > 0 && token_blocks <= n ? plan.num_splits : 1;
+}
+
 // smem_min: dynamic shared memory to ask for at least (sparse_mla_one_cta_per_sm's padding).
 template <int MT, int BN, int VEC>
 cudaError_t launch_main(const SparseMlaParams& p, const SparseMlaPlan& plan, int head_blocks, int smem_min,
@@ -2805,6 +2983,7 @@ cudaError_t launch_main(const SparseMlaParams& p, const SparseMlaPlan& plan, int
   void (*kernel)(const SparseMlaParams, int, int) = nullptr;
   cudaError_t e = cudaSuccess;
   int threads = kThreads, smem = C::SMEM > smem_min ? C::SMEM : smem_min;
+  int split_cluster = 1;  // session 23 candidate: the WS splits of a (token, head block) as one cluster
   if (plan.warp_specialized) {
     // only the 64-head x 64-candidate layout on an sm_90 device has this kernel (the plan
     // sets it nowhere else; a hand-made plan that does is refused, not run on empty code)
@@ -2816,6 +2995,7 @@ cudaError_t launch_main(const SparseMlaParams& p, const SparseMlaPlan& plan, int
       e = prepared_ws_kernel<VEC>(&kernel);
       threads = kWsThreads;
       smem = WsCfg::SMEM;
+      split_cluster = ws_split_cluster(device, plan, int64_t(p.T) * head_blocks);
     } else {
       return cudaErrorInvalidValue;
     }
@@ -2837,10 +3017,10 @@ cudaError_t launch_main(const SparseMlaParams& p, const SparseMlaPlan& plan, int
   attr[0].val.programmaticStreamSerializationAllowed = kMainPdl;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  if (cluster > 1) {
+  if (cluster > 1 || split_cluster > 1) {
     attr[1].id = cudaLaunchAttributeClusterDimension;
     attr[1].val.clusterDim.x = unsigned(cluster);
-    attr[1].val.clusterDim.y = 1;
+    attr[1].val.clusterDim.y = unsigned(split_cluster);
     attr[1].val.clusterDim.z = 1;
     cfg.numAttrs = 2;
   }
@@ -2998,6 +3178,7 @@ cudaError_t sparse_mla_decode_launch(const SparseMlaParams& p, const SparseMlaPl
   e = vec16 ? dispatch<16>(p, plan, head_blocks, smem_min, stream)
             : dispatch<8>(p, plan, head_blocks, smem_min, stream);
   if (e != cudaSuccess || plan.num_splits == 1) return e;
+  if (ws_split_cluster(device, plan, int64_t(p.T) * head_blocks) > 1) return e;  // reduced in the cluster
   // Programmatic dependent launch (sm_90+, captured into CUDA graphs as a programmatic
   // edge): the combine's launch latency overlaps the main kernel's tail.
   const CombineShape cs = combine_shape(device, plan.num_splits, int64_t(p.T) * p.H);
