@@ -374,20 +374,37 @@ __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
 #endif
 }
+// Cluster helpers, wherever a cluster can run (sm_90a): the v27 head-block clusters and the
+// session-23 split-cluster candidate of the warp-specialized kernel.
 __device__ __forceinline__ void cluster_arrive() {
-#if DSPARKCTL_CLUSTER_GATHER
+#if DSPARKCTL_MBAR
   asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
 #endif
 }
 __device__ __forceinline__ void cluster_wait() {
-#if DSPARKCTL_CLUSTER_GATHER
+#if DSPARKCTL_MBAR
   asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 #endif
 }
 [[maybe_unused]] __device__ __forceinline__ uint32_t cluster_rank() {
   uint32_t r = 0;
-#if DSPARKCTL_CLUSTER_GATHER
+#if DSPARKCTL_MBAR
   asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+#endif
+  return r;
+}
+[[maybe_unused]] __device__ __forceinline__ uint32_t cluster_size() {
+  uint32_t n = 1;
+#if DSPARKCTL_MBAR
+  asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(n));
+#endif
+  return n;
+}
+// The same shared-memory address in the cluster's CTA `rank`.
+[[maybe_unused]] __device__ __forceinline__ uint32_t dsmem_addr(const void* local, uint32_t rank) {
+  uint32_t r = 0;
+#if DSPARKCTL_MBAR
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(smem_u32(local)), "r"(rank));
 #endif
   return r;
 }
@@ -1947,26 +1964,10 @@ constexpr bool kWsSplitCluster = true;
 constexpr bool kWsSplitCluster = false;
 #endif
 constexpr int kWsSplitClusterMax = 4;
-[[maybe_unused]] __device__ __forceinline__ uint32_t ws_cluster_size() {
-  uint32_t n = 1;
-#if DSPARKCTL_WGMMA
-  asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(n));
-#endif
-  return n;
-}
 // Every thread of every CTA of the cluster: release this CTA's shared-memory writes, acquire the peers'.
 [[maybe_unused]] __device__ __forceinline__ void ws_cluster_sync() {
-#if DSPARKCTL_WGMMA
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-#endif
-}
-// The same shared-memory address in the cluster's CTA `rank`.
-[[maybe_unused]] __device__ __forceinline__ uint32_t dsmem_addr(const void* local, uint32_t rank) {
-  uint32_t r = 0;
-#if DSPARKCTL_WGMMA
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(smem_u32(local)), "r"(rank));
-#endif
-  return r;
+  cluster_arrive();
+  cluster_wait();
 }
 [[maybe_unused]] __device__ __forceinline__ float4 ld_dsmem_f4(uint32_t addr) {
   float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -2139,7 +2140,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const int h0 = (blockIdx.x - t * head_blocks) * M;
   const int split = blockIdx.y;
   // session 23 candidate: launched as a cluster of the splits (the host decides): reduce over DSMEM
-  const bool creduce = kWsSplitCluster && num_splits > 1 && ws_cluster_size() == uint32_t(num_splits);
+  const bool creduce = kWsSplitCluster && num_splits > 1 && cluster_size() == uint32_t(num_splits);
   float* sLse2 = reinterpret_cast<float*>(sQmax);  // [M] base-2 row lse for the cluster (Q's slow-path maxima are dead by then)
   if (tid == 0) {
     mbar_init(&full[0], 128);
