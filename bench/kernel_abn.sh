@@ -3,9 +3,10 @@
 # builds every variant, optionally runs the GPU tests on each non-base one, then alternates the
 # benches (round 1: every variant, round 2: every variant, ...) so clock and neighbour drift hit
 # all alike, and prints one row per shape: each variant's best time and its change vs the first.
-#   usage: OUT=... [ROUNDS=2] [TESTS=1] [TEST_TIMEOUT=240] [BENCH_SETS='--short;--short --heads 64 128'] \
+#   usage: OUT=... [ROUNDS=2] [TESTS=1] [TEST_TIMEOUT=240] [COMPARE=1] [BENCH_SETS='--short;--short --heads 64 128'] \
 #          bash bench/kernel_abn.sh NAME=FLAGS [NAME=FLAGS ...]     (FLAGS: comma-separated, may be empty)
 #   e.g.   bash bench/kernel_abn.sh base= swap=-DDSPARKCTL_WS_RAW_SWAP both=-DA,-DB
+# COMPARE=1: also bench/compare_builds.py, every variant's outputs against the first's, bit for bit.
 # The first variant is the baseline. BENCH_SETS: ';'-separated bench_kernel.py flag sets, each
 # run per variant per round (a shape in two sets is reported from the first).
 set -uo pipefail
@@ -34,6 +35,18 @@ if [ -n "${TESTS:-}" ]; then
     DSPARKCTL_KERNEL_SO=/tmp/kabn_$name/$SO timeout "${TEST_TIMEOUT:-240}" python3 -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider --maxfail=8 > "$OUT/gpu_tests_$name.log" 2>&1 \
       || echo "$name" >> "$OUT/failed_variants.txt"
     echo "gpu tests $name: $(grep -E '[0-9]+ (passed|failed)' "$OUT/gpu_tests_$name.log" | tail -1) ($(( $(date +%s) - t0 )) s)$(grep -qx "$name" "$OUT/failed_variants.txt" 2> /dev/null && echo '; FAILED or timed out: not benched')"
+  done
+fi
+if [ -n "${COMPARE:-}" ]; then
+  # bit-for-bit comparison with the first variant (bench/compare_builds.py): for candidates whose
+  # arithmetic is claimed unchanged
+  DSPARKCTL_KERNEL_SO=/tmp/kabn_${NAMES[0]}/$SO python3 bench/compare_builds.py save "$OUT/cmp_${NAMES[0]}.pt" > /dev/null 2>&1 \
+    || echo "compare: the first variant's run failed"
+  for name in "${NAMES[@]:1}"; do
+    if grep -qx "$name" "$OUT/failed_variants.txt" 2> /dev/null; then continue; fi
+    DSPARKCTL_KERNEL_SO=/tmp/kabn_$name/$SO timeout "${TEST_TIMEOUT:-240}" python3 bench/compare_builds.py save "$OUT/cmp_$name.pt" > /dev/null 2>&1 \
+      && echo "compare $name vs ${NAMES[0]}: $(python3 bench/compare_builds.py compare "$OUT/cmp_${NAMES[0]}.pt" "$OUT/cmp_$name.pt" | head -4 | tr '\n' ' ')" \
+      || echo "compare $name: its run failed or timed out"
   done
 fi
 IFS=';' read -r -a SETS <<< "$BENCH_SETS"
