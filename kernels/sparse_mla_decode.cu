@@ -386,6 +386,11 @@ __device__ __forceinline__ void cluster_wait() {
   asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 #endif
 }
+// Every thread of every CTA of the cluster: release this CTA's shared-memory writes, acquire the peers'.
+[[maybe_unused]] __device__ __forceinline__ void cluster_sync() {
+  cluster_arrive();
+  cluster_wait();
+}
 [[maybe_unused]] __device__ __forceinline__ uint32_t cluster_rank() {
   uint32_t r = 0;
 #if DSPARKCTL_MBAR
@@ -1217,8 +1222,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         // Peers write this CTA's staging buffer: the next tile's copies wait until every CTA
         // of the cluster has dequantized this one (unclustered, each thread only reads the
         // chunks it copied itself, so no barrier is needed here).
-        cluster_arrive();
-        cluster_wait();
+        cluster_sync();
         TileT::prefetch_cluster(*c, sOff + ((it + 1) & 1) * 2 * BN, sRaw, sScale + ((it + 1) & 1) * BN * 8, sBar,
                                 cluster);
       } else {
@@ -1964,11 +1968,6 @@ constexpr bool kWsSplitCluster = true;
 constexpr bool kWsSplitCluster = false;
 #endif
 constexpr int kWsSplitClusterMax = 4;
-// Every thread of every CTA of the cluster: release this CTA's shared-memory writes, acquire the peers'.
-[[maybe_unused]] __device__ __forceinline__ void ws_cluster_sync() {
-  cluster_arrive();
-  cluster_wait();
-}
 [[maybe_unused]] __device__ __forceinline__ float4 ld_dsmem_f4(uint32_t addr) {
   float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
 #if DSPARKCTL_WGMMA
@@ -2008,7 +2007,6 @@ __device__ __forceinline__ void ws_reduce_rows(const SparseMlaParams& p, const f
       l[s] = s < S ? ld_dsmem_f32(dsmem_addr(sLse2 + row, uint32_t(s))) : -INFINITY;
       mx = fmaxf(mx, l[s]);
     }
-    const bool empty = mx == -INFINITY;
 #pragma unroll
     for (int s = 0; s < kWsSplitClusterMax; ++s) e[s] = l[s] == -INFINITY ? 0.f : exp2f(l[s] - mx);
     const float L = __fadd_rn(__fadd_rn(e[0], e[2]), __fadd_rn(e[1], e[3]));  // the combine's butterfly, <= 4 splits
@@ -2026,6 +2024,9 @@ __device__ __forceinline__ void ws_reduce_rows(const SparseMlaParams& p, const f
     for (int s = 1; s < kWsSplitClusterMax; ++s) {
       o.x = __fadd_rn(o.x, a[s].x); o.y = __fadd_rn(o.y, a[s].y); o.z = __fadd_rn(o.z, a[s].z); o.w = __fadd_rn(o.w, a[s].w);
     }
+    // (the combine kernel's last step, written out again: as a shared function it changed ptxas's
+    // schedule of the shipped combine kernels on sm_90a, whose SASS is what the GPU tests measured)
+    const bool empty = mx == -INFINITY;
     const float lse_nat = empty ? -INFINITY : (mx + log2f(L)) * kLn2;
     float f = empty ? 0.f : 1.f / L;
     if (!empty && p.sink != nullptr) f *= 1.f / (1.f + expf(__ldg(p.sink + h) - lse_nat));
@@ -2399,8 +2400,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     cta_sync_divergent();
     cta_sync_divergent();
     if (creduce) {  // the cluster barriers count every thread
-      ws_cluster_sync();
-      ws_cluster_sync();
+      cluster_sync();
+      cluster_sync();
     }
     return;
   }
@@ -2682,9 +2683,9 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   DSPARKCTL_WS_TL_ABS(22);
   cta_sync_divergent();
   if (creduce) {
-    ws_cluster_sync();  // every split's staged rows and row lse, visible to the cluster
+    cluster_sync();  // every split's staged rows and row lse, visible to the cluster
     ws_reduce_rows<M>(p, sOut, sLse2, t, h0, split, num_splits, tid);
-    ws_cluster_sync();  // no CTA leaves (its shared memory) while a peer still reads it
+    cluster_sync();  // no CTA leaves (its shared memory) while a peer still reads it
   } else {
     ws_write_rows<M, kCT>(p, sOut, t, h0, split, num_splits, tid);
   }
