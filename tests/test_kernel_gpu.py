@@ -524,15 +524,27 @@ def test_clustered_ctas_equal_unclustered_ones(case: Case, splits: int, fewer_he
     assert torch.equal(out[:, :fewer_heads], out_f) and torch.equal(lse[:, :fewer_heads], lse_f)
 
 
-@pytest.mark.parametrize("config", [ops.CONFIG_LARGE_SMEM_16, ops.CONFIG_LARGE_SMEM_32], ids=["large16", "large32"])
-@pytest.mark.parametrize("splits", [1, 0])
-def test_partial_tile_tail_skip_boundaries(config: int, splits: int) -> None:
+@pytest.mark.parametrize(
+    ("config", "pbs", "pad"),
+    [
+        (ops.CONFIG_LARGE_SMEM_16, 256, None),
+        (ops.CONFIG_LARGE_SMEM_32, 256, None),
+        (ops.CONFIG_LARGE_SMEM_WS, 256, None),
+        (ops.CONFIG_LARGE_SMEM_WS, 3, 0),  # the WS kernel's 8-byte path (page stride not a multiple of 16)
+    ],
+    ids=["large16", "large32", "ws", "ws-narrow"],
+)
+@pytest.mark.parametrize("splits", [1, 0, 3])
+def test_partial_tile_tail_skip_boundaries(config: int, pbs: int, pad: int | None, splits: int) -> None:
     """v29: the mma.sync 64-candidate tiles skip the dead tail of a partial tile (dequantization
-    by chunk groups, S by warp slices, P.V by 16-candidate k-steps). Last-tile live counts at
-    every boundary those use (1, 15, 16, 17, 31-33, 36, 37, 63, 64) in the main and the extra
-    cache, against the reference. (Layouts that do not fit: skipped by the autouse fixture.)"""
-    live = torch.tensor([1, 15, 16, 17, 31, 32, 33, 36, 37, 63, 64, 20], device="cuda", dtype=torch.int32)
-    args = _inputs(Case(t=live.numel(), h=64, topk=192, pbs=256, extra=(128, 2), sink=True, seed=2901 + config))
+    by chunk groups, S by warp slices, P.V by 16-candidate k-steps); the WS kernel's tail skip
+    (widths 16 / 32 / 64 in every role) too. Last-tile live counts at every boundary those use
+    (1, 15, 16, 17, 31-33, 36, 37, 48, 49, 63, 64) in the main and the extra cache, against the
+    reference. The main cache's partial tile reuses the buffer of a full tile (stale rows past
+    its width), and a full extra tile follows it. (Layouts that do not fit: skipped by the
+    autouse fixture.)"""
+    live = torch.tensor([1, 15, 16, 17, 31, 32, 33, 36, 37, 48, 49, 63, 64, 20], device="cuda", dtype=torch.int32)
+    args = _inputs(Case(t=live.numel(), h=64, topk=192, pbs=pbs, extra=(128, 2), sink=True, seed=2901 + config, pad=pad))
     args["topk_length"] = 128 + live
     args["extra_topk_length"] = 64 + live.flip(0)
     out, lse = ops.sparse_mla_decode_cfg(config=config, num_splits=splits, **args)
