@@ -1968,16 +1968,6 @@ constexpr bool kWsSplitCluster = true;
 constexpr bool kWsSplitCluster = false;
 #endif
 constexpr int kWsSplitClusterMax = 4;
-// Session 24 candidate (-DDSPARKCTL_WS_TAIL, off by default): a partial tile's dead tail (positions
-// past the row's length: 59 of DSpark's third tile at valid length 133) is skipped by every WS role,
-// at widths of 16 / 32 / 64 candidates: the producer converts only the first `width` rows, S runs
-// m64n{16,32}k16 and P.V only width / 16 k-steps. The rows past the width keep stale bytes that no
-// wgmma reads; candidates in [length, width) are zero rows as before and masked by the select.
-#ifdef DSPARKCTL_WS_TAIL
-[[maybe_unused]] constexpr bool kWsTail = true;
-#else
-[[maybe_unused]] constexpr bool kWsTail = false;
-#endif
 [[maybe_unused]] __device__ __forceinline__ float4 ld_dsmem_f4(uint32_t addr) {
   float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
 #if DSPARKCTL_WGMMA
@@ -2083,33 +2073,10 @@ __device__ __forceinline__ void ws_write_rows(const SparseMlaParams& p, const fl
 // (ws_stage): with the staging after the role branches, where both warpgroups' O accumulators
 // meet, it serialised every wgmma of the kernel and spilled. Same operands and k order per output
 // element as the two n32 instructions.
-// N < 64 (session 24, -DDSPARKCTL_WS_TAIL): only the first N candidates (s[0 .. N / 8)), for a
-// partial tile's live head (see kWsTail); the other accumulators are left as they are.
-template <bool BF16, int N = 64>
+template <bool BF16>
 __device__ __forceinline__ void ws_s64(float (&s)[8][4], uint64_t dq, uint64_t dk) {
 #if DSPARKCTL_WGMMA
-  static_assert(N == 16 || N == 32 || N == 64, "the tail's S widths");
   float* d = &s[0][0];
-  if constexpr (N == 16) {
-#define DSPARKCTL_S16_ARGS " {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1, 0, 0;\n}\n" \
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]) : "l"(dq), "l"(dk), "r"(1)
-    if constexpr (BF16) {
-      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\nwgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16" DSPARKCTL_S16_ARGS);
-    } else {
-      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\nwgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16" DSPARKCTL_S16_ARGS);
-    }
-#undef DSPARKCTL_S16_ARGS
-  } else if constexpr (N == 32) {
-#define DSPARKCTL_S32_ARGS " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 0, 0;\n}\n" \
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), \
-        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]) : "l"(dq), "l"(dk), "r"(1)
-    if constexpr (BF16) {
-      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\nwgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16" DSPARKCTL_S32_ARGS);
-    } else {
-      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\nwgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16" DSPARKCTL_S32_ARGS);
-    }
-#undef DSPARKCTL_S32_ARGS
-  } else {
 #define DSPARKCTL_S64_ACC "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
 #define DSPARKCTL_S64_ARGS " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n" : DSPARKCTL_S64_ACC : "l"(dq), "l"(dk), "r"(1)
   if constexpr (BF16) {
@@ -2119,7 +2086,6 @@ __device__ __forceinline__ void ws_s64(float (&s)[8][4], uint64_t dq, uint64_t d
   }
 #undef DSPARKCTL_S64_ARGS
 #undef DSPARKCTL_S64_ACC
-  }
 #endif
 }
 
@@ -2214,13 +2180,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 #endif
   DSPARKCTL_WS_TL_ABS(24);
   auto tile_src = [&](int it, const SparseMlaCache*& c, int& pos0, int& len) { vt.src(p, it, c, pos0, len); };
-  // kWsTail: the candidates of tile `it` that the WS roles touch (its live count rounded up to 16, 32 or 64)
-  auto tile_width = [&](int it) {
-    const SparseMlaCache* c; int pos0, len;
-    tile_src(it, c, pos0, len);
-    const int live = len - pos0;
-    return live > 32 ? BN : live > 16 ? 32 : 16;
-  };
   // The bulk copies of tile `it`'s valid rows (576 contiguous bytes each) into raw slots cand x 576
   // of its KV buffer, counted on rawbar (invalid rows are zeroed at conversion), by the four warps
   // of one warpgroup (`gw` 0-3; warp 0 posts the byte count): kWsCopyLanes copies a warp, since a
@@ -2377,11 +2336,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       nbar_sync(kWsProducer, 128);  // every raw byte read before a converted row overwrites it; the tile max
       DSPARKCTL_WS_TL(6);  // the tile max and the raw reads (timeline slot 20)
       const uint32_t maxb = max(sPmax[b * 4], sPmax[b * 4 + 1]);
-      // kWsTail: a thread's units all hold candidate (pc % 128) / 2, so a warp's are all live or all dead
-      const int width = kWsTail ? tile_width(it) : BN;
 #pragma unroll
       for (int i = 0; i < UPT; ++i) {
-        if (kWsTail && ((pc & 127) >> 1) >= width) break;
         const int u = pc + i * 128;
         const int blk = u >> 7, cand = (u & 127) >> 1, h = u & 1;
         const uint32_t mult = f16_pow2x2(sScl[(q * BN + cand) * 8 + blk], maxb);
@@ -2397,7 +2353,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       if constexpr (VEC == 16) {
 #pragma unroll
         for (int i = 0; i < BN * 8 / 128; ++i) {
-          if (kWsTail && 16 * i >= width) break;  // candidates 16 i + pc / 8
           const int r = pc + i * 128;
           *reinterpret_cast<uint4*>(sKV + sw128_off<BN>(r >> 3, kDN + (r & 7) * 8)) = rope[i];
         }
@@ -2571,26 +2526,19 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 #pragma unroll
         for (int c = 0; c < 4; ++c) s[n][c] = 0.f;
       const uint64_t dk = wgmma_desc_sw128(sKV);
-      const int width = kWsTail ? tile_width(it) : BN;
-      auto s_chain = [&](auto n_) {  // S over the tile's first N candidates
-        constexpr int N = decltype(n_)::value;
-        wgmma_fence();
+      wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < kDN / 16; ++kk) ws_s64<false, N>(s, dq + kstep(kk, M), dk + kstep(kk, BN));
-        wgmma_commit_wait();
-        const Pow2Pair s_nope[2] = {Pow2Pair(q_shift[0] + e_tile), Pow2Pair(q_shift[1] + e_tile)};
+      for (int kk = 0; kk < kDN / 16; ++kk) ws_s64<false>(s, dq + kstep(kk, M), dk + kstep(kk, BN));
+      wgmma_commit_wait();
+      const Pow2Pair s_nope[2] = {Pow2Pair(q_shift[0] + e_tile), Pow2Pair(q_shift[1] + e_tile)};
 #pragma unroll
-        for (int n = 0; n < 8; ++n)
+      for (int n = 0; n < 8; ++n)
 #pragma unroll
-          for (int c = 0; c < 4; ++c) s[n][c] = s_nope[c >> 1](s[n][c]);
-        wgmma_fence();
+        for (int c = 0; c < 4; ++c) s[n][c] = s_nope[c >> 1](s[n][c]);
+      wgmma_fence();
 #pragma unroll
-        for (int kk = kDN / 16; kk < kD / 16; ++kk) ws_s64<true, N>(s, dq + kstep(kk, M), dk + kstep(kk, BN));
-        wgmma_commit_wait();
-      };
-      if (!kWsTail || width == BN) s_chain(std::integral_constant<int, BN>());
-      else if (width == 32) s_chain(std::integral_constant<int, 32>());
-      else s_chain(std::integral_constant<int, 16>());
+      for (int kk = kDN / 16; kk < kD / 16; ++kk) ws_s64<true>(s, dq + kstep(kk, M), dk + kstep(kk, BN));
+      wgmma_commit_wait();
       DSPARKCTL_WS_TL(1);  // S
       // scale (base 2), mask (a select: invalid candidates' rows are zeros, but stay out), row max
       float rmax[2] = {-INFINITY, -INFINITY};
@@ -2657,20 +2605,15 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         }
       }
       const uint64_t dv = wgmma_desc_sw128(sKV, BN * 128);
-      auto pv_chain = [&](auto n_) {  // P.V over the tile's first N candidates
-        wgmma_fence();
+      wgmma_fence();
 #pragma unroll
-        for (int ks = 0; ks < decltype(n_)::value / 16; ++ks) {
-          const uint64_t ka = (ks * 32) >> 4;
-          const uint64_t kb = (ks * 16 * 128) >> 4;
-          wgmma_pv_m64n192_f16(on, dp16 + ka, dv + kb);
-          wgmma_pv_m64n64<false>(orp, dp16 + ka, dv + ((3 * BN * 128) >> 4) + kb);
-        }
-        wgmma_commit_wait();
-      };
-      if (!kWsTail || width == BN) pv_chain(std::integral_constant<int, BN>());
-      else if (width == 32) pv_chain(std::integral_constant<int, 32>());
-      else pv_chain(std::integral_constant<int, 16>());
+      for (int ks = 0; ks < BN / 16; ++ks) {
+        const uint64_t ka = (ks * 32) >> 4;
+        const uint64_t kb = (ks * 16 * 128) >> 4;
+        wgmma_pv_m64n192_f16(on, dp16 + ka, dv + kb);
+        wgmma_pv_m64n64<false>(orp, dp16 + ka, dv + ((3 * BN * 128) >> 4) + kb);
+      }
+      wgmma_commit_wait();
       mbar_arrive(&empty[b]);
       DSPARKCTL_WS_TL(5);  // P.V (dims 0-255)
     }
@@ -2711,22 +2654,16 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         }
       }
       const uint64_t dv = wgmma_desc_sw128(kv_tile(b), BN * 128);
-      auto pv_chain = [&](auto n_) {  // P.V over the tile's first N candidates
-        wgmma_fence();
+      wgmma_fence();
 #pragma unroll
-        for (int ks = 0; ks < decltype(n_)::value / 16; ++ks) {
-          const uint64_t ka = (ks * 32) >> 4;
-          const uint64_t kb = (ks * 16 * 128) >> 4;
-          wgmma_pv_m64n192_f16(on, dp16 + ka, dv + ((4 * BN * 128) >> 4) + kb);
-          wgmma_pv_m64n64<true>(orp, dph + ka, dv + ((7 * BN * 128) >> 4) + kb);
-          wgmma_pv_m64n64<true>(orp, dpl + ka, dv + ((7 * BN * 128) >> 4) + kb);
-        }
-        wgmma_commit_wait();
-      };
-      const int width = kWsTail ? tile_width(it) : BN;
-      if (!kWsTail || width == BN) pv_chain(std::integral_constant<int, BN>());
-      else if (width == 32) pv_chain(std::integral_constant<int, 32>());
-      else pv_chain(std::integral_constant<int, 16>());
+      for (int ks = 0; ks < BN / 16; ++ks) {
+        const uint64_t ka = (ks * 32) >> 4;
+        const uint64_t kb = (ks * 16 * 128) >> 4;
+        wgmma_pv_m64n192_f16(on, dp16 + ka, dv + ((4 * BN * 128) >> 4) + kb);
+        wgmma_pv_m64n64<true>(orp, dph + ka, dv + ((7 * BN * 128) >> 4) + kb);
+        wgmma_pv_m64n64<true>(orp, dpl + ka, dv + ((7 * BN * 128) >> 4) + kb);
+      }
+      wgmma_commit_wait();
       if (it + 1 < tile_end) ws_handoff(kWsPFree, kCT);
       mbar_arrive(&empty[b]);
       DSPARKCTL_WS_TL(1);  // P.V (dims 256-511)
