@@ -2336,6 +2336,41 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       nbar_sync(kWsProducer, 128);  // every raw byte read before a converted row overwrites it; the tile max
       DSPARKCTL_WS_TL(6);  // the tile max and the raw reads (timeline slot 20)
       const uint32_t maxb = max(sPmax[b * 4], sPmax[b * 4 + 1]);
+#ifndef DSPARKCTL_WS_CONV_LEGACY
+      {
+        // v41: a thread's units all hold candidate (pc % 128) / 2 and half pc % 2 (unit i is
+        // block i), so each store address is a per-thread register plus an immediate. v40's
+        // loop (-DDSPARKCTL_WS_CONV_LEGACY) let ptxas recompute the swizzle for each of the 28
+        // pieces: ~9 of a piece's ~20 instructions, and session 24's ncu profile had 18% of
+        // the producer's stall samples waiting for instructions. The thread index is read anew,
+        // as above (hoisted, the offsets spilled).
+        // sw128_off<BN>(cand, 64 i + 32 half + 8 k) in bytes: 8192 i + 128 cand + 16 (((4 half + k) ^ cand) & 7)
+        const int pf = tid_fresh() - 256;
+        const int ccand = (pf & 127) >> 1, chalf = pf & 1;
+        const uint8_t* scl = sScl + (q * BN + ccand) * 8;
+        uint8_t* dst = reinterpret_cast<uint8_t*>(sKV) + ccand * 128;
+        const int x0 = ((chalf * 4 ^ ccand) & 7) * 16;  // piece k: x0 ^ 16 k (k < 4 flips bits 4-5 only)
+#pragma unroll
+        for (int i = 0; i < UPT; ++i) {
+          const uint32_t mult = f16_pow2x2(scl[i], maxb);
+          const uint32_t* w = reinterpret_cast<const uint32_t*>(&raw[i][0]);
+#pragma unroll
+          for (int k = 0; k < 4; ++k) {
+            const uint32_t w0 = w[2 * k], w1 = w[2 * k + 1];
+            *reinterpret_cast<uint4*>(dst + (x0 ^ (16 * k)) + i * 8192) =
+                make_uint4(fp8x2_to_f16x2(w0 & 0xffffu, mult), fp8x2_to_f16x2(w0 >> 16, mult),
+                           fp8x2_to_f16x2(w1 & 0xffffu, mult), fp8x2_to_f16x2(w1 >> 16, mult));
+          }
+        }
+        if constexpr (VEC == 16) {
+          // sw128_off<BN>(rrow + 16 i, kDN + 8 (pf % 8)) in bytes: 7 * 8192 + 128 (rrow + 16 i) + 16 ((pf ^ rrow) & 7)
+          const int rrow = (pf & 127) >> 3;
+          uint8_t* rdst = reinterpret_cast<uint8_t*>(sKV) + 7 * 8192 + rrow * 128 + (((pf & 7) ^ rrow) & 7) * 16;
+#pragma unroll
+          for (int i = 0; i < BN * 8 / 128; ++i) *reinterpret_cast<uint4*>(rdst + i * 16 * 128) = rope[i];
+        }
+      }
+#else
 #pragma unroll
       for (int i = 0; i < UPT; ++i) {
         const int u = pc + i * 128;
@@ -2357,6 +2392,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
           *reinterpret_cast<uint4*>(sKV + sw128_off<BN>(r >> 3, kDN + (r & 7) * 8)) = rope[i];
         }
       }
+#endif
       if (pt == 0) sEtile[b] = int(maxb) - 127;
       fence_proxy_async_smem();
       mbar_arrive(&full[b]);
