@@ -6,6 +6,7 @@
 #   usage: OUT=... [ROUNDS=2] [TESTS=1] [TEST_TIMEOUT=240] [COMPARE=1] [BENCH_SETS='--short;--short --heads 64 128'] \
 #          bash bench/kernel_abn.sh NAME=FLAGS [NAME=FLAGS ...]     (FLAGS: comma-separated, may be empty)
 #   e.g.   bash bench/kernel_abn.sh base= swap=-DDSPARKCTL_WS_RAW_SWAP both=-DA,-DB
+# PREBUILT=1: a variant whose /tmp/kabn_NAME/<so> exists is not rebuilt (build them in parallel first).
 # COMPARE=1: also bench/compare_builds.py, every variant's outputs against the first's, bit for bit.
 # The first variant is the baseline. BENCH_SETS: ';'-separated bench_kernel.py flag sets, each
 # run per variant per round (a shape in two sets is reported from the first).
@@ -24,6 +25,7 @@ for v in "$@"; do
   name=${v%%=*}; flags=${v#*=}
   NAMES+=("$name")
   t0=$(date +%s)
+  if [ -n "${PREBUILT:-}" ] && [ -f "/tmp/kabn_$name/$SO" ]; then echo "build $name ($flags): prebuilt"; continue; fi
   python3 -c "import sys; from pathlib import Path; from dsparkctl.kernel import build; build.build_extension('$ARCH', Path('/tmp/kabn_$name'), Path('$OUT/build_$name.log'), extra_nvcc=[f for f in sys.argv[1].split(',') if f])" "$flags" \
     || { echo "BUILD FAILED ($name)"; tail -40 "$OUT/build_$name.log"; exit 1; }
   echo "build $name ($flags): $(( $(date +%s) - t0 )) s; spills: $(grep -c 'bytes spill stores' "$OUT/build_$name.log") functions, $(grep -E '[1-9][0-9]* bytes spill stores' "$OUT/build_$name.log" | sed -E 's/.* ([0-9]+) bytes spill stores.*/\1/' | tr '\n' ' ')"

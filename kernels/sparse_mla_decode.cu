@@ -1922,6 +1922,9 @@ static_assert(kWsCopyLanes * 4 >= 64 && kWsCopyLanes <= 32, "the 4 producer warp
 #else
 [[maybe_unused]] constexpr bool kWsConsumerCopiesOn = true;
 #endif
+// -DDSPARKCTL_WS_LAZY_RESCALE (session 24 candidate): how far (base 2) a row's tile max may pass
+// its running max before the running max moves and O is rescaled
+[[maybe_unused]] constexpr float kWsLazyMax = 8.f;
 enum WsBarrier : int { kWsPReady = 1, kWsPFree = 2, kWsProducer = 3, kWsConsumers = 4 };
 struct WsCfg {
   static constexpr int M = 64, BN = 64;
@@ -2308,6 +2311,18 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       uint4 rope[VEC == 16 ? BN * 8 / 128 : 1];
       if constexpr (VEC == 16) {
         // raw slot cand * 576: nope bytes 64 blk + 32 h (+16), rope piece q at 448 + 16 q
+#ifdef DSPARKCTL_WS_RAW_ADDR
+        {  // candidate (session 24): one candidate per thread, so one valid flag and one address
+          const int rc = (pc & 127) >> 1;
+          const bool ok = sValid[q * BN + rc] != 0;
+          const uint8_t* src = base + rc * kRowBytes + (pc & 1) * 32;
+#pragma unroll
+          for (int i = 0; i < UPT; ++i) {
+            raw[i][0] = ok ? *reinterpret_cast<const uint4*>(src + i * 64) : make_uint4(0, 0, 0, 0);
+            raw[i][1] = ok ? *reinterpret_cast<const uint4*>(src + i * 64 + 16) : make_uint4(0, 0, 0, 0);
+          }
+        }
+#else
 #pragma unroll
         for (int i = 0; i < UPT; ++i) {
           const int u = pc + i * 128;
@@ -2317,6 +2332,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
           raw[i][0] = ok ? *reinterpret_cast<const uint4*>(src) : make_uint4(0, 0, 0, 0);
           raw[i][1] = ok ? *reinterpret_cast<const uint4*>(src + 16) : make_uint4(0, 0, 0, 0);
         }
+#endif
 #pragma unroll
         for (int i = 0; i < BN * 8 / 128; ++i) {
           const int r = pc + i * 128;
@@ -2593,7 +2609,15 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       for (int i = 0; i < 2; ++i) {
         rmax[i] = fmaxf(rmax[i], __shfl_xor_sync(0xffffffffu, rmax[i], 1));
         rmax[i] = fmaxf(rmax[i], __shfl_xor_sync(0xffffffffu, rmax[i], 2));
+#ifdef DSPARKCTL_WS_LAZY_RESCALE
+        // candidate (session 24): the running max moves only when a row's tile max exceeds it by
+        // more than kWsLazyMax (base 2), so P stays below 2^kWsLazyMax (fp16 P: <= 256 x a shift
+        // <= 1) and most tiles rescale nothing: O, l and the lse all refer to the same (stale) max,
+        // so the result is exact up to rounding
+        const float mx = rmax[i] > m_run[i] + kWsLazyMax ? rmax[i] : m_run[i];
+#else
         const float mx = fmaxf(m_run[i], rmax[i]);
+#endif
         alpha[i] = mx == -INFINITY ? 1.f : fast_exp2(m_run[i] - mx);
         m_run[i] = mx;
         m_use[i] = mx == -INFINITY ? 0.f : mx;
@@ -2631,6 +2655,9 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       fence_proxy_async_smem();
       ws_handoff(kWsPReady, kCT);
       DSPARKCTL_WS_TL(4);  // P
+#ifdef DSPARKCTL_WS_LAZY_RESCALE
+      if (!__all_sync(0xffffffffu, alpha[0] * v_shift == 1.f && alpha[1] * v_shift == 1.f))
+#endif
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
         const float a = alpha[i] * v_shift;
@@ -2678,6 +2705,10 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       const int e_new = e_run > e_tile ? e_run : e_tile;
       const float v_shift = pow2i(e_run - e_new);
       e_run = e_new;
+#ifdef DSPARKCTL_WS_LAZY_RESCALE
+      if (!__all_sync(0xffffffffu, v_shift == 1.f && sAlpha[b * M + wl * 16 + (lane >> 2)] == 1.f &&
+                                       sAlpha[b * M + wl * 16 + (lane >> 2) + 8] == 1.f))
+#endif
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
         const float a = sAlpha[b * M + wl * 16 + (lane >> 2) + 8 * i];
