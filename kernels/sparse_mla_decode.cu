@@ -374,42 +374,20 @@ __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
 #endif
 }
-// Cluster helpers, wherever a cluster can run (sm_90a): the v27 head-block clusters and the
-// session-23 split-cluster candidate of the warp-specialized kernel.
 __device__ __forceinline__ void cluster_arrive() {
-#if DSPARKCTL_MBAR
+#if DSPARKCTL_CLUSTER_GATHER
   asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
 #endif
 }
 __device__ __forceinline__ void cluster_wait() {
-#if DSPARKCTL_MBAR
+#if DSPARKCTL_CLUSTER_GATHER
   asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 #endif
 }
-// Every thread of every CTA of the cluster: release this CTA's shared-memory writes, acquire the peers'.
-[[maybe_unused]] __device__ __forceinline__ void cluster_sync() {
-  cluster_arrive();
-  cluster_wait();
-}
 [[maybe_unused]] __device__ __forceinline__ uint32_t cluster_rank() {
   uint32_t r = 0;
-#if DSPARKCTL_MBAR
+#if DSPARKCTL_CLUSTER_GATHER
   asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-#endif
-  return r;
-}
-[[maybe_unused]] __device__ __forceinline__ uint32_t cluster_size() {
-  uint32_t n = 1;
-#if DSPARKCTL_MBAR
-  asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(n));
-#endif
-  return n;
-}
-// The same shared-memory address in the cluster's CTA `rank`.
-[[maybe_unused]] __device__ __forceinline__ uint32_t dsmem_addr(const void* local, uint32_t rank) {
-  uint32_t r = 0;
-#if DSPARKCTL_MBAR
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(smem_u32(local)), "r"(rank));
 #endif
   return r;
 }
@@ -1222,7 +1200,8 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         // Peers write this CTA's staging buffer: the next tile's copies wait until every CTA
         // of the cluster has dequantized this one (unclustered, each thread only reads the
         // chunks it copied itself, so no barrier is needed here).
-        cluster_sync();
+        cluster_arrive();
+        cluster_wait();
         TileT::prefetch_cluster(*c, sOff + ((it + 1) & 1) * 2 * BN, sRaw, sScale + ((it + 1) & 1) * BN * 8, sBar,
                                 cluster);
       } else {
@@ -1959,87 +1938,6 @@ struct WsCfg {
   static_assert(OFF_BAR % 8 == 0, "mbarrier alignment");
 };
 
-// Session 23 candidate (-DDSPARKCTL_WS_SPLIT_CLUSTER, off by default): the 2-4 split CTAs of one
-// (token, head block) run as a thread-block cluster (cluster dims 1 x splits) and reduce their
-// staged rows over distributed shared memory, each CTA a slice of the rows, instead of writing
-// fp32 partials for the combine kernel. v40's timelines had a split WS call's combine ending
-// 3.6-6.5 us after the main kernel. The sums follow the combine's order for <= 4 splits, so the
-// output should be the unclustered one bit for bit.
-#ifdef DSPARKCTL_WS_SPLIT_CLUSTER
-constexpr bool kWsSplitCluster = true;
-#else
-constexpr bool kWsSplitCluster = false;
-#endif
-constexpr int kWsSplitClusterMax = 4;
-[[maybe_unused]] __device__ __forceinline__ float4 ld_dsmem_f4(uint32_t addr) {
-  float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-#if DSPARKCTL_WGMMA
-  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-               : "r"(addr)
-               : "memory");
-#endif
-  return v;
-}
-[[maybe_unused]] __device__ __forceinline__ float ld_dsmem_f32(uint32_t addr) {
-  float v = 0.f;
-#if DSPARKCTL_WGMMA
-  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(addr) : "memory");
-#endif
-  return v;
-}
-
-// The cluster's reduction: CTA `split` (its cluster rank) finishes rows [split * per, +per) of the
-// S <= 4 splits' staged rows (normalised O, fp32) and base-2 row lse (sLse2), 128 threads a row,
-// 4 dims each: the combine kernel's arithmetic in its order (weights 2^(lse - max), the sum of
-// the weights in its butterfly order, products rounded then added in split order, 1 / L and
-// the sink gate), so the output and lse equal the unclustered call's.
-template <int M>
-__device__ __forceinline__ void ws_reduce_rows(const SparseMlaParams& p, const float* sOut, const float* sLse2, int t,
-                                               int h0, int split, int S, int tid) {
-  const int per = (M + S - 1) / S;
-  const int r1 = (split + 1) * per < M ? (split + 1) * per : M;
-  const int c4 = tid & 127;
-  for (int row = split * per + (tid >> 7); row < r1; row += 2) {
-    const int h = h0 + row;
-    if (h >= p.H) break;
-    float l[kWsSplitClusterMax], e[kWsSplitClusterMax];
-    float mx = -INFINITY;
-#pragma unroll
-    for (int s = 0; s < kWsSplitClusterMax; ++s) {
-      l[s] = s < S ? ld_dsmem_f32(dsmem_addr(sLse2 + row, uint32_t(s))) : -INFINITY;
-      mx = fmaxf(mx, l[s]);
-    }
-#pragma unroll
-    for (int s = 0; s < kWsSplitClusterMax; ++s) e[s] = l[s] == -INFINITY ? 0.f : exp2f(l[s] - mx);
-    const float L = __fadd_rn(__fadd_rn(e[0], e[2]), __fadd_rn(e[1], e[3]));  // the combine's butterfly, <= 4 splits
-    float4 a[kWsSplitClusterMax];
-#pragma unroll
-    for (int s = 0; s < kWsSplitClusterMax; ++s) {
-      a[s] = make_float4(0.f, 0.f, 0.f, 0.f);
-      if (s < S && e[s] != 0.f) {
-        const float4 v = ld_dsmem_f4(dsmem_addr(sOut + row * kORow + c4 * 4, uint32_t(s)));
-        a[s] = make_float4(__fmul_rn(e[s], v.x), __fmul_rn(e[s], v.y), __fmul_rn(e[s], v.z), __fmul_rn(e[s], v.w));
-      }
-    }
-    float4 o = a[0];
-#pragma unroll
-    for (int s = 1; s < kWsSplitClusterMax; ++s) {
-      o.x = __fadd_rn(o.x, a[s].x); o.y = __fadd_rn(o.y, a[s].y); o.z = __fadd_rn(o.z, a[s].z); o.w = __fadd_rn(o.w, a[s].w);
-    }
-    // (the combine kernel's last step, written out again: as a shared function it changed ptxas's
-    // schedule of the shipped combine kernels on sm_90a, whose SASS is what the GPU tests measured)
-    const bool empty = mx == -INFINITY;
-    const float lse_nat = empty ? -INFINITY : (mx + log2f(L)) * kLn2;
-    float f = empty ? 0.f : 1.f / L;
-    if (!empty && p.sink != nullptr) f *= 1.f / (1.f + expf(__ldg(p.sink + h) - lse_nat));
-    const int64_t th = int64_t(t) * p.H + h;
-    *reinterpret_cast<uint2*>(reinterpret_cast<__nv_bfloat16*>(p.out) + th * kD + c4 * 4) =
-        make_uint2(pack_bf16(o.x * f, o.y * f), pack_bf16(o.z * f, o.w * f));
-    if (c4 == 0) p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
-  }
-}
-
 // The staged output rows (fp32, [M][kORow]) to global memory by `n` threads: bf16 rows (one
 // split) or the fp32 partials.
 template <int M, int N>
@@ -2143,9 +2041,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const int t = blockIdx.x / head_blocks;
   const int h0 = (blockIdx.x - t * head_blocks) * M;
   const int split = blockIdx.y;
-  // session 23 candidate: launched as a cluster of the splits (the host decides): reduce over DSMEM
-  const bool creduce = kWsSplitCluster && num_splits > 1 && cluster_size() == uint32_t(num_splits);
-  float* sLse2 = reinterpret_cast<float*>(sQmax);  // [M] base-2 row lse for the cluster (Q's slow-path maxima are dead by then)
   if (tid == 0) {
     mbar_init(&full[0], 128);
     mbar_init(&full[1], 128);
@@ -2169,12 +2064,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const int sb = int((int64_t(ntf) * split) / num_splits);
   const int se = int((int64_t(ntf) * (split + 1)) / num_splits);
   asm volatile("griddepcontrol.wait;" ::: "memory");  // v23: no global access before this
-#ifdef DSPARKCTL_WS_Q_EARLY
-  // candidate: the consumers' Q loads issued before the tile range's loads, both round trips at once
-  using QR = QRows<M>;
-  uint4 qv[QR::QN];
-  if (warp < 8) typename QR::Src(p, t, h0, tid).load(qv);
-#endif
   const ValidTiles<BN> vt(p, t, ntf_m, sb, se);
   const int tile_begin = vt.begin;
   const int tile_end = vt.end;
@@ -2311,18 +2200,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       uint4 rope[VEC == 16 ? BN * 8 / 128 : 1];
       if constexpr (VEC == 16) {
         // raw slot cand * 576: nope bytes 64 blk + 32 h (+16), rope piece q at 448 + 16 q
-#ifdef DSPARKCTL_WS_RAW_ADDR
-        {  // candidate (session 24): one candidate per thread, so one valid flag and one address
-          const int rc = (pc & 127) >> 1;
-          const bool ok = sValid[q * BN + rc] != 0;
-          const uint8_t* src = base + rc * kRowBytes + (pc & 1) * 32;
-#pragma unroll
-          for (int i = 0; i < UPT; ++i) {
-            raw[i][0] = ok ? *reinterpret_cast<const uint4*>(src + i * 64) : make_uint4(0, 0, 0, 0);
-            raw[i][1] = ok ? *reinterpret_cast<const uint4*>(src + i * 64 + 16) : make_uint4(0, 0, 0, 0);
-          }
-        }
-#else
 #pragma unroll
         for (int i = 0; i < UPT; ++i) {
           const int u = pc + i * 128;
@@ -2332,7 +2209,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
           raw[i][0] = ok ? *reinterpret_cast<const uint4*>(src) : make_uint4(0, 0, 0, 0);
           raw[i][1] = ok ? *reinterpret_cast<const uint4*>(src + 16) : make_uint4(0, 0, 0, 0);
         }
-#endif
 #pragma unroll
         for (int i = 0; i < BN * 8 / 128; ++i) {
           const int r = pc + i * 128;
@@ -2352,14 +2228,13 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       nbar_sync(kWsProducer, 128);  // every raw byte read before a converted row overwrites it; the tile max
       DSPARKCTL_WS_TL(6);  // the tile max and the raw reads (timeline slot 20)
       const uint32_t maxb = max(sPmax[b * 4], sPmax[b * 4 + 1]);
-#ifndef DSPARKCTL_WS_CONV_LEGACY
       {
         // v41: a thread's units all hold candidate (pc % 128) / 2 and half pc % 2 (unit i is
         // block i), so each store address is a per-thread register plus an immediate. v40's
-        // loop (-DDSPARKCTL_WS_CONV_LEGACY) let ptxas recompute the swizzle for each of the 28
-        // pieces: ~9 of a piece's ~20 instructions, and session 24's ncu profile had 18% of
-        // the producer's stall samples waiting for instructions. The thread index is read anew,
-        // as above (hoisted, the offsets spilled).
+        // loop (sw128_off per piece) let ptxas recompute the swizzle for each of the 28 pieces:
+        // ~9 of a piece's ~20 instructions, and session 24's ncu profile had 18% of the
+        // producer's stall samples waiting for instructions. The thread index is read anew, as
+        // above (hoisted, the offsets spilled).
         // sw128_off<BN>(cand, 64 i + 32 half + 8 k) in bytes: 8192 i + 128 cand + 16 (((4 half + k) ^ cand) & 7)
         const int pf = tid_fresh() - 256;
         const int ccand = (pf & 127) >> 1, chalf = pf & 1;
@@ -2386,29 +2261,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
           for (int i = 0; i < BN * 8 / 128; ++i) *reinterpret_cast<uint4*>(rdst + i * 16 * 128) = rope[i];
         }
       }
-#else
-#pragma unroll
-      for (int i = 0; i < UPT; ++i) {
-        const int u = pc + i * 128;
-        const int blk = u >> 7, cand = (u & 127) >> 1, h = u & 1;
-        const uint32_t mult = f16_pow2x2(sScl[(q * BN + cand) * 8 + blk], maxb);
-        const uint32_t* w = reinterpret_cast<const uint32_t*>(&raw[i][0]);
-#pragma unroll
-        for (int pc8 = 0; pc8 < 4; ++pc8) {  // 8 fp8 values (two words) -> one 16-byte piece of fp16
-          const uint32_t w0 = w[2 * pc8], w1 = w[2 * pc8 + 1];
-          *reinterpret_cast<uint4*>(sKV + sw128_off<BN>(cand, blk * 64 + h * 32 + 8 * pc8)) =
-              make_uint4(fp8x2_to_f16x2(w0 & 0xffffu, mult), fp8x2_to_f16x2(w0 >> 16, mult),
-                         fp8x2_to_f16x2(w1 & 0xffffu, mult), fp8x2_to_f16x2(w1 >> 16, mult));
-        }
-      }
-      if constexpr (VEC == 16) {
-#pragma unroll
-        for (int i = 0; i < BN * 8 / 128; ++i) {
-          const int r = pc + i * 128;
-          *reinterpret_cast<uint4*>(sKV + sw128_off<BN>(r >> 3, kDN + (r & 7) * 8)) = rope[i];
-        }
-      }
-#endif
       if (pt == 0) sEtile[b] = int(maxb) - 127;
       fence_proxy_async_smem();
       mbar_arrive(&full[b]);
@@ -2451,10 +2303,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     // id of their own; whole-CTA barriers leave nothing to model)
     cta_sync_divergent();
     cta_sync_divergent();
-    if (creduce) {  // the cluster barriers count every thread
-      cluster_sync();
-      cluster_sync();
-    }
     return;
   }
 
@@ -2463,11 +2311,9 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   // Q rows -> registers -> shared memory: nope as fp16 (per-row power-of-two shift on the slow
   // path, as the main kernel), rope as bf16, all in the 128-byte swizzle.
   constexpr int kCT = 256;
-#ifndef DSPARKCTL_WS_Q_EARLY
   using QR = QRows<M>;
   uint4 qv[QR::QN];
   typename QR::Src(p, t, h0, tid).load(qv);
-#endif
   const bool q_nope_col = (tid % (kD / 8)) < kDN / 8;
   const bool q_slow = nbar_or(kWsConsumers, kCT, QR::odd(qv, q_nope_col) != 0);
   DSPARKCTL_WS_TL_ABS(25);
@@ -2487,27 +2333,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   }
   // (the main kernel's loop, inline there and here: as a shared function ptxas schedules both
   // kernels differently, and their SASS is what the GPU tests measured)
-#ifdef DSPARKCTL_WS_Q_FAST
-  // candidate: the common case (no row needs a shift) in its own short loop. The shared loop
-  // carried the slow path's branches in each of its 16 unrolled chunks: ~970 instructions
-  // (15.6 KB) of straight-line code run once per CTA, and v40's timeline had ~3,700 cycles
-  // between Q in registers and Q in shared memory (cold instruction cache, the hypothesis).
-  if (!q_slow) {
-#pragma unroll
-    for (int i = 0; i < QR::QN; ++i) {
-      const int k = tid + i * kCT;
-      const int r = k / (kD / 8);
-      uint4 v = qv[i];
-      if (q_nope_col) {
-        uint32_t* w = reinterpret_cast<uint32_t*>(&v);
-#pragma unroll
-        for (int jj = 0; jj < 4; ++jj) w[jj] = pack_f16(bf16_lo(w[jj]), bf16_hi(w[jj]));
-      }
-      *reinterpret_cast<uint4*>(sQ + sw128_off<M>(r, (tid % (kD / 8)) * 8)) = v;
-    }
-  } else
-#endif
-  {
 #pragma unroll
   for (int i = 0; i < QR::QN; ++i) {
     const int k = tid + i * kCT;
@@ -2520,7 +2345,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       for (int jj = 0; jj < 4; ++jj) w[jj] = pack_f16(bf16_lo(w[jj]) * f, bf16_hi(w[jj]) * f);
     }
     *reinterpret_cast<uint4*>(sQ + sw128_off<M>(r, (tid % (kD / 8)) * 8)) = v;
-  }
   }
   fence_proxy_async_smem();
   nbar_sync(kWsConsumers, kCT);  // Q in place for warpgroup 0's S
@@ -2688,7 +2512,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       const int row = wl * 16 + (lane >> 2) + 8 * i;
       const float f = finish_row(p, t, h0 + row, split, num_splits, m_run[i], l_run[i], (lane & 3) == 0);
       if ((lane & 3) == 0) sFact[row] = f;
-      if (creduce && (lane & 3) == 0) sLse2[row] = m_run[i] == -INFINITY ? -INFINITY : m_run[i] + __log2f(l_run[i]);
     }
     DSPARKCTL_WS_TL(6);  // rows finished
     DSPARKCTL_WS_TL_STORE(tid == 0, 4, 7)
@@ -2749,13 +2572,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   // ---- epilogue: the staged rows to global memory
   DSPARKCTL_WS_TL_ABS(22);
   cta_sync_divergent();
-  if (creduce) {
-    cluster_sync();  // every split's staged rows and row lse, visible to the cluster
-    ws_reduce_rows<M>(p, sOut, sLse2, t, h0, split, num_splits, tid);
-    cluster_sync();  // no CTA leaves (its shared memory) while a peer still reads it
-  } else {
-    ws_write_rows<M, kCT>(p, sOut, t, h0, split, num_splits, tid);
-  }
+  ws_write_rows<M, kCT>(p, sOut, t, h0, split, num_splits, tid);
   DSPARKCTL_WS_TL_ABS(23);
 #ifdef DSPARKCTL_TIMELINE
   if (tid == 0 && blockIdx.y * gridDim.x + blockIdx.x < kTlMaxCtas) {
@@ -2789,29 +2606,14 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 // count, although T x H picks G).
 constexpr int kCombineAccs = 4;
 
-// Session 23 (candidate, off by default): RPB > 1 packs RPB (token, head) rows into one block of
-// RPB x 128 threads (G = 1 only), so a large grid is RPB times fewer blocks. v40's timelines had
-// the combine of the DSpark +512 T = 25 / 50 rows (1,600 / 3,200 blocks) still passing its
-// griddepcontrol.wait 2.6-3.7 us after its first block did: block launch, not the loads, set its
-// tail. Each row's threads, loads and sum order are those of RPB = 1, so the output is the same
-// bit for bit. -DDSPARKCTL_COMBINE_ROWS_PER_BLOCK=4 builds it for grids of >= 4 rows per SM.
-#ifndef DSPARKCTL_COMBINE_ROWS_PER_BLOCK
-#define DSPARKCTL_COMBINE_ROWS_PER_BLOCK 1
-#endif
-constexpr int kCombineRowsPerBlock = DSPARKCTL_COMBINE_ROWS_PER_BLOCK;
-static_assert(kCombineRowsPerBlock == 1 || kCombineRowsPerBlock == 2 || kCombineRowsPerBlock == 4 ||
-                  kCombineRowsPerBlock == 8, "rows per combine block: 1, 2, 4 or 8");
-
-template <int B, int G, int RPB>
+template <int B, int G>
 constexpr int combine_min_blocks() {
-  constexpr int n = G > 1 ? 8 / G : (B <= 4 ? 12 : 8);
-  return n / RPB > 0 ? n / RPB : 1;
+  return G > 1 ? 8 / G : (B <= 4 ? 12 : 8);
 }
 
-template <int B, int G, int RPB = 1>
-__global__ void __launch_bounds__(128 * G * RPB, combine_min_blocks<B, G, RPB>()) sparse_mla_combine_kernel(const SparseMlaParams p, int num_splits) {
+template <int B, int G>
+__global__ void __launch_bounds__(128 * G, combine_min_blocks<B, G>()) sparse_mla_combine_kernel(const SparseMlaParams p, int num_splits) {
   static_assert(G == 1 || G == 2 || G == 4, "groups must divide the 4 accumulators");
-  static_assert(RPB == 1 || G == 1, "several rows per block only with one group per row (no block barrier)");
   constexpr int R = kCombineAccs / G;  // accumulators per thread: k = g + m * G
   static_assert(B % R == 0, "a batch must cover whole rounds of this thread's accumulators");
   __shared__ float4 sAcc[G > 1 ? kCombineAccs : 1][128];
@@ -2825,8 +2627,7 @@ __global__ void __launch_bounds__(128 * G * RPB, combine_min_blocks<B, G, RPB>()
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
   DSPARKCTL_TL_COMBINE(1);
-  const int64_t th = int64_t(blockIdx.x) * RPB + (RPB == 1 ? 0 : int(threadIdx.x >> 7));
-  if (RPB > 1 && th >= int64_t(p.T) * p.H) return;  // the last block's rows past the end
+  const int64_t th = blockIdx.x;
   const int h = int(th % p.H);
   const int g = G == 1 ? 0 : int(threadIdx.x >> 7);
   const int lt = threadIdx.x & 127;
@@ -3005,40 +2806,6 @@ cudaError_t prepared_ws_kernel(void (**out)(const SparseMlaParams, int, int)) {
   return cudaSuccess;
 }
 
-// Session 23 candidate (-DDSPARKCTL_WS_SPLIT_CLUSTER): the WS kernel's splits as one cluster per
-// (token, head block), so its CTAs reduce over DSMEM and no combine runs; only for 2-4 splits and
-// where every cluster of the grid is resident at once (the occupancy calculator's cluster count:
-// one CTA per SM, a cluster's CTAs in one GPC). Returns the cluster size, 1 for none. Host-only,
-// cached per device and size: safe during graph capture.
-int ws_split_cluster(int device, const SparseMlaPlan& plan, int64_t token_blocks) {
-  if (!kWsSplitCluster || !plan.warp_specialized || plan.num_splits < 2 || plan.num_splits > kWsSplitClusterMax)
-    return 1;
-  static int cache[kMaxDevices][kWsSplitClusterMax + 1] = {};
-  int& n = cache[device][plan.num_splits];
-  if (n == 0) {
-    void (*kernel)(const SparseMlaParams, int, int) = nullptr;
-    int clusters = 0;
-    cudaLaunchConfig_t cfg = {};
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = 1;
-    attr[0].val.clusterDim.y = unsigned(plan.num_splits);
-    attr[0].val.clusterDim.z = 1;
-    cfg.gridDim = dim3(1, unsigned(plan.num_splits));
-    cfg.blockDim = dim3(kWsThreads);
-    cfg.dynamicSmemBytes = WsCfg::SMEM;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    if (prepared_ws_kernel<16>(&kernel) != cudaSuccess ||
-        cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess) {
-      cudaGetLastError();  // clear the query's error: no clusters
-      clusters = 0;
-    }
-    n = clusters > 0 ? clusters : -1;
-  }
-  return n > 0 && token_blocks <= n ? plan.num_splits : 1;
-}
-
 // smem_min: dynamic shared memory to ask for at least (sparse_mla_one_cta_per_sm's padding).
 template <int MT, int BN, int VEC>
 cudaError_t launch_main(const SparseMlaParams& p, const SparseMlaPlan& plan, int head_blocks, int smem_min,
@@ -3052,7 +2819,6 @@ cudaError_t launch_main(const SparseMlaParams& p, const SparseMlaPlan& plan, int
   void (*kernel)(const SparseMlaParams, int, int) = nullptr;
   cudaError_t e = cudaSuccess;
   int threads = kThreads, smem = C::SMEM > smem_min ? C::SMEM : smem_min;
-  int split_cluster = 1;  // session 23 candidate: the WS splits of a (token, head block) as one cluster
   if (plan.warp_specialized) {
     // only the 64-head x 64-candidate layout on an sm_90 device has this kernel (the plan
     // sets it nowhere else; a hand-made plan that does is refused, not run on empty code)
@@ -3064,7 +2830,6 @@ cudaError_t launch_main(const SparseMlaParams& p, const SparseMlaPlan& plan, int
       e = prepared_ws_kernel<VEC>(&kernel);
       threads = kWsThreads;
       smem = WsCfg::SMEM;
-      split_cluster = ws_split_cluster(device, plan, int64_t(p.T) * head_blocks);
     } else {
       return cudaErrorInvalidValue;
     }
@@ -3086,10 +2851,10 @@ cudaError_t launch_main(const SparseMlaParams& p, const SparseMlaPlan& plan, int
   attr[0].val.programmaticStreamSerializationAllowed = kMainPdl;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  if (cluster > 1 || split_cluster > 1) {
+  if (cluster > 1) {
     attr[1].id = cudaLaunchAttributeClusterDimension;
     attr[1].val.clusterDim.x = unsigned(cluster);
-    attr[1].val.clusterDim.y = unsigned(split_cluster);
+    attr[1].val.clusterDim.y = 1;
     attr[1].val.clusterDim.z = 1;
     cfg.numAttrs = 2;
   }
@@ -3132,7 +2897,7 @@ int combine_blocks_per_sm(int device) {
   static int cache[kMaxDevices] = {};
   if (cache[device] == 0) {
     int n = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, sparse_mla_combine_kernel<B, G, 1>, 128 * G, 0) != cudaSuccess) {
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, sparse_mla_combine_kernel<B, G>, 128 * G, 0) != cudaSuccess) {
       cudaGetLastError();  // clear the error from the query; fall back to 1
       n = 1;
     }
@@ -3146,7 +2911,6 @@ using CombineKernel = void (*)(const SparseMlaParams, int);
 struct CombineShape {
   CombineKernel kernel;
   int groups;
-  int rows_per_block = 1;
 };
 
 // The combine for a call: groups only as many as keep the rows (T x H blocks) one wave,
@@ -3161,11 +2925,6 @@ CombineShape combine_shape(int device, int num_splits, int64_t rows) {
     return {sparse_mla_combine_kernel<8, 4>, 4};
   if (num_splits > 8 && rows <= sms * combine_blocks_per_sm<8, 2>(device))
     return {sparse_mla_combine_kernel<8, 2>, 2};
-  constexpr int rpb = kCombineRowsPerBlock;
-  if (rpb > 1 && rows >= 4 * sms) {
-    if (num_splits > 4) return {sparse_mla_combine_kernel<8, 1, rpb>, 1, rpb};
-    return {sparse_mla_combine_kernel<4, 1, rpb>, 1, rpb};
-  }
   if (num_splits > 4) return {sparse_mla_combine_kernel<8, 1>, 1};
   return {sparse_mla_combine_kernel<4, 1>, 1};
 }
@@ -3247,13 +3006,12 @@ cudaError_t sparse_mla_decode_launch(const SparseMlaParams& p, const SparseMlaPl
   e = vec16 ? dispatch<16>(p, plan, head_blocks, smem_min, stream)
             : dispatch<8>(p, plan, head_blocks, smem_min, stream);
   if (e != cudaSuccess || plan.num_splits == 1) return e;
-  if (ws_split_cluster(device, plan, int64_t(p.T) * head_blocks) > 1) return e;  // reduced in the cluster
   // Programmatic dependent launch (sm_90+, captured into CUDA graphs as a programmatic
   // edge): the combine's launch latency overlaps the main kernel's tail.
   const CombineShape cs = combine_shape(device, plan.num_splits, int64_t(p.T) * p.H);
   cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(unsigned((int64_t(p.T) * p.H + cs.rows_per_block - 1) / cs.rows_per_block));
-  cfg.blockDim = dim3(unsigned(128 * cs.groups * cs.rows_per_block));
+  cfg.gridDim = dim3(unsigned(int64_t(p.T) * p.H));
+  cfg.blockDim = dim3(unsigned(128 * cs.groups));
   cfg.dynamicSmemBytes = 0;
   cfg.stream = stream;
   cudaLaunchAttribute attr[1];
