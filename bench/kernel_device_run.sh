@@ -10,6 +10,8 @@
 # warp-specialized kernel is racechecked on its -DDSPARKCTL_WS_RACECHECK_SYNC build (v33; the
 # sanitizer subset's racecheck too since v37, when the plan routes 64-head calls to that kernel).
 # --short (DSpark + T=1 rows, 3 replays) with --no-sanitizer fits build + tests + bench in ~90 s.
+# KERNEL_NVCC_EXTRA="-DFLAG ..." adds build flags to every build of the run (the shipped, racecheck and
+# SM120-register builds), so a candidate that is off by default gets the full run before it ships.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/kernel_run_out}
@@ -28,9 +30,11 @@ done
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
 PY=${PYTHON:-python3}
 { nvidia-smi; $PY -c 'import torch; print(torch.__version__, torch.version.cuda, torch.cuda.get_device_name())'; nvcc --version | tail -1; } > "$OUT/env.txt" 2>&1
+XF=$(printf '%s' "${KERNEL_NVCC_EXTRA:-}" | tr ' ' ',')  # comma-separated for build_extension
+echo "extra nvcc flags: ${KERNEL_NVCC_EXTRA:-none}" >> "$OUT/env.txt"
 ARCH=$($PY -c 'import torch; from dsparkctl.kernel.build import arch_for_capability as a; print(a(*torch.cuda.get_device_capability()))')
 t0=$(date +%s)
-$PY -c "from pathlib import Path; from dsparkctl.kernel import build; print(build.build_extension('$ARCH', Path('/tmp/kbuild'), Path('$OUT/build.log')))" || { echo BUILD FAILED; tail -50 "$OUT/build.log"; exit 1; }
+$PY -c "import sys; from pathlib import Path; from dsparkctl.kernel import build; print(build.build_extension('$ARCH', Path('/tmp/kbuild'), Path('$OUT/build.log'), extra_nvcc=[f for f in sys.argv[1].split(',') if f]))" "$XF" || { echo BUILD FAILED; tail -50 "$OUT/build.log"; exit 1; }
 echo "build: $(( $(date +%s) - t0 )) s"
 export DSPARKCTL_KERNEL_SO=/tmp/kbuild/dsparkctl_sparse_mla_$ARCH.so
 grep -E "registers|spill" "$OUT/build.log" | sort | uniq -c | head -30
@@ -41,7 +45,7 @@ if [ -z "$SKIP_TESTS" ]; then
   # (bench/racecheck_ws_repro.cu)
   RC_SO=$DSPARKCTL_KERNEL_SO
   if [ "$ARCH" = sm_90a ] && [ -z "$NO_SAN" ]; then
-    $PY -c "from pathlib import Path; from dsparkctl.kernel import build; build.build_extension('$ARCH', Path('/tmp/kbuild_wsrc'), Path('$OUT/build_wsrc.log'), extra_nvcc=['-DDSPARKCTL_WS_RACECHECK_SYNC'])" > /dev/null &
+    $PY -c "import sys; from pathlib import Path; from dsparkctl.kernel import build; build.build_extension('$ARCH', Path('/tmp/kbuild_wsrc'), Path('$OUT/build_wsrc.log'), extra_nvcc=['-DDSPARKCTL_WS_RACECHECK_SYNC'] + [f for f in sys.argv[1].split(',') if f])" "$XF" > /dev/null &
     RC_SO=/tmp/kbuild_wsrc/dsparkctl_sparse_mla_$ARCH.so
   fi
   t0=$(date +%s)
@@ -56,7 +60,7 @@ if [ -z "$SKIP_TESTS" ]; then
   echo "sanitizer: $(( $(date +%s) - t0 )) s"
   if [ "$ARCH" = sm_90a ]; then
     t0=$(date +%s)
-    $PY -c "from pathlib import Path; from dsparkctl.kernel import build; build.build_extension('$ARCH', Path('/tmp/kbuild_sm120regs'), Path('$OUT/build_sm120regs.log'), extra_nvcc=['-DDSPARKCTL_SMALL_MIN_BLOCKS=1'])" > /dev/null \
+    $PY -c "import sys; from pathlib import Path; from dsparkctl.kernel import build; build.build_extension('$ARCH', Path('/tmp/kbuild_sm120regs'), Path('$OUT/build_sm120regs.log'), extra_nvcc=['-DDSPARKCTL_SMALL_MIN_BLOCKS=1'] + [f for f in sys.argv[1].split(',') if f])" "$XF" > /dev/null \
       || { echo "BUILD FAILED (SM120 register budget)"; tail -30 "$OUT/build_sm120regs.log"; }
     if [ -z "$NO_SAN" ]; then
       DSPARKCTL_KERNEL_SO=/tmp/kbuild_wsrc/dsparkctl_sparse_mla_$ARCH.so compute-sanitizer --tool racecheck $PY bench/racecheck_ws_probe.py > "$OUT/racecheck_ws.log" 2>&1
