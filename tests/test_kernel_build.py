@@ -133,9 +133,10 @@ def test_sm120_register_budget_build_on_hopper(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str]]:
-    """PTX of the kernel source for sm_90a, sm_120a, a -DDSPARKCTL_NO_WGMMA Hopper build and the
-    racecheck build of the warp-specialized kernel (-DDSPARKCTL_WS_RACECHECK_SYNC), as
-    {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
+    """PTX of the kernel source for sm_90a, sm_120a, a -DDSPARKCTL_NO_WGMMA Hopper build, the
+    racecheck build of the warp-specialized kernel (-DDSPARKCTL_WS_RACECHECK_SYNC) and the
+    lazy-rescale candidate (-DDSPARKCTL_WS_LAZY_RESCALE), as {target: {kernel name: its .entry
+    body}}. PTX only (no ptxas): a few seconds per target."""
     if build.find_nvcc() is None:
         pytest.skip("nvcc not installed: cannot compile-check CUDA")
     tmp_path = tmp_path_factory.mktemp("ptx")
@@ -146,6 +147,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_120a": ["-arch=sm_120a"],
         "sm_90a_no_wgmma": ["-arch=sm_90a", "-DDSPARKCTL_NO_WGMMA"],
         "sm_90a_ws_racecheck_sync": ["-arch=sm_90a", "-DDSPARKCTL_WS_RACECHECK_SYNC"],
+        "sm_90a_ws_lazy": ["-arch=sm_90a", "-DDSPARKCTL_WS_LAZY_RESCALE"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -167,8 +169,9 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
 
 
 def _shipped_and_no_wgmma(kernel_ptx: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
-    """The targets a plan can launch (the racecheck build is pinned to sm_90a's PTX by its own test)."""
-    return {k: v for k, v in kernel_ptx.items() if k != "sm_90a_ws_racecheck_sync"}
+    """The targets a plan can launch (the racecheck build and the lazy candidate are pinned to
+    sm_90a's PTX by their own tests)."""
+    return {k: v for k, v in kernel_ptx.items() if k not in ("sm_90a_ws_racecheck_sync", "sm_90a_ws_lazy")}
 
 
 def test_wgmma_only_in_the_sm90a_64_candidate_tiles_of_32_and_64_heads(kernel_ptx: dict[str, dict[str, str]]) -> None:
@@ -271,6 +274,21 @@ def test_racecheck_build_differs_only_in_the_ws_hand_off(kernel_ptx: dict[str, d
             assert rc[name] == body.replace("bar.arrive", "bar.sync"), name
         else:
             assert rc[name] == body, name
+
+
+def test_lazy_rescale_candidate_changes_only_the_ws_kernels(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """Session 24's candidate (bench/results/kernel_h200_v42_candidates/, off by default until its
+    full device run): it must keep compiling, touch only the warp-specialized kernels, and skip O's
+    rescale by a warp vote (vote.all) in both consumer warpgroups; every other kernel's PTX is
+    the shipped one."""
+    ship, lazy = kernel_ptx["sm_90a"], kernel_ptx["sm_90a_ws_lazy"]
+    assert ship.keys() == lazy.keys()
+    for name, body in ship.items():
+        if "ws_kernel" in name:
+            assert lazy[name] != body, name
+            assert lazy[name].count("vote.sync.all") == body.count("vote.sync.all") + 2, name
+        else:
+            assert lazy[name] == body, name
 
 
 def test_every_kernel_source_is_hashed_and_shipped() -> None:
