@@ -1887,7 +1887,18 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
 // Shared memory: Q 64 KB + two KV tiles 128 KB + P (fp16, bf16 hi, bf16 lo) 24 KB = 216 KB.
 // The numerics are the 64 x 64 wgmma kernel's (same operands, same instruction shapes and
 // order per output element), so its tolerances and the verify-path property carry over.
-constexpr int kWsThreads = 384;
+// Session 24 candidate (-DDSPARKCTL_WS_PRODUCERS=2, off by default): two producer warpgroups, each
+// converting part of every tile (blocks 0-3; blocks 4-6 and the rope), so a tile's conversion takes
+// about half as long. In v40's timelines the consumers of long chains waited ~1,250 cycles a tile
+// for the producer (~5,400 cycles a tile against their ~4,100). 512 threads launch with 128
+// registers each; the producers drop to 64, the consumers rise to 216 / 160.
+#ifndef DSPARKCTL_WS_PRODUCERS
+#define DSPARKCTL_WS_PRODUCERS 1
+#endif
+constexpr int kWsProducers = DSPARKCTL_WS_PRODUCERS;
+static_assert(kWsProducers == 1 || kWsProducers == 2, "one or two producer warpgroups");
+constexpr int kWsThreads = 256 + 128 * kWsProducers;
+constexpr int kWsProducerThreads = 128 * kWsProducers;
 // Bulk copies issued per producer warp (v36; 32 = two warps, v32-v35's mapping).
 #ifndef DSPARKCTL_WS_COPY_LANES
 #define DSPARKCTL_WS_COPY_LANES 16
@@ -1911,8 +1922,11 @@ struct WsCfg {
   // what the launch allocated: 384 threads x 168 (the cap of __launch_bounds__(384, 1)), so
   // the three may sum to at most 3 x 168 = 504 (the first build asked 512: warpgroup 0's
   // increase never found its registers and the kernel hung).
-  enum : int { REGS_S = 216, REGS_PV = 160, REGS_PRODUCER = 128 };
-  static_assert(REGS_S + REGS_PV + REGS_PRODUCER <= 3 * 168, "setmaxnreg stays within the launch's allocation");
+  // With two producers (512 threads x 128 registers at launch) warpgroup 1 rises to 160 too.
+  enum : int { REGS_LAUNCH = kWsProducers == 1 ? 168 : 128 };
+  enum : int { REGS_S = kWsProducers == 1 ? 216 : 208, REGS_PV = 160, REGS_PRODUCER = kWsProducers == 1 ? 128 : 72 };
+  static_assert(REGS_S + REGS_PV + kWsProducers * REGS_PRODUCER <= (2 + kWsProducers) * REGS_LAUNCH,
+                "setmaxnreg stays within the launch's allocation");
   static constexpr int TILE = BN * kD * 2;
   static constexpr int OFF_Q = 0;
   static constexpr int OFF_KV = OFF_Q + M * kD * 2;  // [2][TILE]
@@ -2007,6 +2021,66 @@ __device__ __forceinline__ void ws_handoff(int id, int n) {
 #endif
 }
 
+// -DDSPARKCTL_WS_PRODUCERS=2: one producer warpgroup's part of a tile's in-place conversion, nope
+// blocks [B0, B0 + NU) of every candidate (and the rope pieces with ROPE): its raw bytes into
+// registers, the barrier of both producer warpgroups (no converted row may overwrite raw bytes the
+// other still reads), then the fp16 rows, addressed as v41's (a thread: one candidate, one half).
+template <int VEC, int B0, int NU, bool ROPE>
+__device__ __forceinline__ void ws_convert_part(const uint8_t* base, __nv_bfloat16* sKV, const uint8_t* valid,
+                                                const uint8_t* scl_tile, const uint32_t* pmax) {
+  constexpr int BN = WsCfg::BN;
+  const int pf = tid_fresh() & 127;  // read anew, as the v41 conversion does
+  const int cand = pf >> 1, half = pf & 1, rrow = pf >> 3;
+  uint4 raw[NU][2];
+  uint4 rope[ROPE && VEC == 16 ? BN * 8 / 128 : 1];
+  if constexpr (VEC == 16) {
+    // raw slot cand * 576: nope bytes 64 blk + 32 half (+16), rope piece p at 448 + 16 p
+    const bool ok = valid[cand] != 0;
+    const uint8_t* src = base + cand * kRowBytes + B0 * 64 + half * 32;
+#pragma unroll
+    for (int i = 0; i < NU; ++i) {
+      raw[i][0] = ok ? *reinterpret_cast<const uint4*>(src + i * 64) : make_uint4(0, 0, 0, 0);
+      raw[i][1] = ok ? *reinterpret_cast<const uint4*>(src + i * 64 + 16) : make_uint4(0, 0, 0, 0);
+    }
+    if constexpr (ROPE) {
+      const uint8_t* rsrc = base + rrow * kRowBytes + kDN + (pf & 7) * 16;
+#pragma unroll
+      for (int i = 0; i < BN * 8 / 128; ++i)
+        rope[i] = valid[rrow + 16 * i] != 0 ? *reinterpret_cast<const uint4*>(rsrc + i * 16 * kRowBytes) : make_uint4(0, 0, 0, 0);
+    }
+  } else {
+    // each block's FP8 bytes at 4 KB + 64 cand of its 8 KB
+    const uint8_t* src = base + B0 * 8192 + 4096 + cand * 64 + half * 32;
+#pragma unroll
+    for (int i = 0; i < NU; ++i) {
+      raw[i][0] = *reinterpret_cast<const uint4*>(src + i * 8192);
+      raw[i][1] = *reinterpret_cast<const uint4*>(src + i * 8192 + 16);
+    }
+  }
+  nbar_sync(kWsProducer, kWsProducerThreads);  // every raw byte read before a converted row overwrites it; the tile max
+  const uint32_t maxb = max(pmax[0], pmax[1]);
+  const uint8_t* scl = scl_tile + cand * 8 + B0;
+  uint8_t* dst = reinterpret_cast<uint8_t*>(sKV) + B0 * 8192 + cand * 128;
+  const int x0 = ((half * 4 ^ cand) & 7) * 16;  // piece k at x0 ^ 16 k (see the v41 conversion)
+#pragma unroll
+  for (int i = 0; i < NU; ++i) {
+    const uint32_t mult = f16_pow2x2(scl[i], maxb);
+    const uint32_t* w = reinterpret_cast<const uint32_t*>(&raw[i][0]);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const uint32_t w0 = w[2 * k], w1 = w[2 * k + 1];
+      *reinterpret_cast<uint4*>(dst + (x0 ^ (16 * k)) + i * 8192) =
+          make_uint4(fp8x2_to_f16x2(w0 & 0xffffu, mult), fp8x2_to_f16x2(w0 >> 16, mult),
+                     fp8x2_to_f16x2(w1 & 0xffffu, mult), fp8x2_to_f16x2(w1 >> 16, mult));
+    }
+  }
+  if constexpr (ROPE && VEC == 16) {
+    uint8_t* rdst = reinterpret_cast<uint8_t*>(sKV) + 7 * 8192 + rrow * 128 + (((pf & 7) ^ rrow) & 7) * 16;
+#pragma unroll
+    for (int i = 0; i < BN * 8 / 128; ++i) *reinterpret_cast<uint4*>(rdst + i * 16 * 128) = rope[i];
+  }
+}
+
 template <int VEC>
 __global__ void __launch_bounds__(kWsThreads, 1)
     sparse_mla_decode_ws_kernel(const SparseMlaParams p, int num_splits, int head_blocks) {
@@ -2042,14 +2116,14 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const int h0 = (blockIdx.x - t * head_blocks) * M;
   const int split = blockIdx.y;
   if (tid == 0) {
-    mbar_init(&full[0], 128);
-    mbar_init(&full[1], 128);
+    mbar_init(&full[0], kWsProducerThreads);
+    mbar_init(&full[1], kWsProducerThreads);
     mbar_init(&empty[0], 256);
     mbar_init(&empty[1], 256);
     mbar_init(&rawbar[0], 1);
     mbar_init(&rawbar[1], 1);
-    mbar_init(&offs[0], 128);
-    mbar_init(&offs[1], 128);
+    mbar_init(&offs[0], kWsProducerThreads);
+    mbar_init(&offs[1], kWsProducerThreads);
   }
 #ifdef DSPARKCTL_TIMELINE
   if (tid == 0 && blockIdx.y * gridDim.x + blockIdx.x < kTlMaxCtas)
@@ -2142,8 +2216,9 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     auto issue = [&](int it) {
       const int b = (it - tile_begin) & 1, q = (it - tile_begin) & (W::kSlots - 1);
       prep(it);
-      nbar_sync(kWsProducer, 128);  // the tile's row offsets
-      DSPARKCTL_WS_TL(5);           // the producer barrier
+      nbar_sync(kWsProducer, kWsProducerThreads);  // the tile's row offsets
+      DSPARKCTL_WS_TL(5);                          // the producer barrier
+      if (kWsProducers > 1 && warp >= 12) return;  // the copies are the first producer's
       if constexpr (VEC == 16) {
         ws_copies(it, warp - 8);
         return;
@@ -2179,7 +2254,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       else
         cp_async_wait_all();
       if constexpr (VEC == 16) mbar_wait(&rawbar[b], uint32_t((it - tile_begin) >> 1) & 1u);
-      nbar_sync(kWsProducer, 128);  // every thread's copies of the tile have landed
+      nbar_sync(kWsProducer, kWsProducerThreads);  // every thread's copies of the tile have landed
       DSPARKCTL_WS_TL(1);  // tile landed
       if (pt < BN) {
         // the tile's largest nope scale byte (its V exponent + 127); 255 (NaN) is no magnitude
@@ -2195,6 +2270,11 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       }
       const uint8_t* base = smem + W::OFF_KV + b * W::TILE;
       __nv_bfloat16* sKV = kv_tile(b);
+      if constexpr (kWsProducers > 1) {
+        if (warp < 12) ws_convert_part<VEC, 0, 4, false>(base, sKV, sValid + q * BN, sScl + q * BN * 8, sPmax + b * 4);
+        else ws_convert_part<VEC, 4, 3, true>(base, sKV, sValid + q * BN, sScl + q * BN * 8, sPmax + b * 4);
+        if (pt == 0) sEtile[b] = int(max(sPmax[b * 4], sPmax[b * 4 + 1])) - 127;
+      } else {
       const int pc = tid_fresh() - 256;
       uint4 raw[UPT][2];
       uint4 rope[VEC == 16 ? BN * 8 / 128 : 1];
@@ -2262,6 +2342,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         }
       }
       if (pt == 0) sEtile[b] = int(maxb) - 127;
+      }
       fence_proxy_async_smem();
       mbar_arrive(&full[b]);
       DSPARKCTL_WS_TL(3);  // converted, stored, published
@@ -2517,7 +2598,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     DSPARKCTL_WS_TL_STORE(tid == 0, 4, 7)
     ws_stage();
   } else {
-    setmaxnreg_dec<W::REGS_PV>();
+    if constexpr (W::REGS_PV < W::REGS_LAUNCH) setmaxnreg_dec<W::REGS_PV>();
+    else setmaxnreg_inc<W::REGS_PV>();
     DSPARKCTL_WS_TL_DECL
     for (int it = tile_begin; it < tile_end; ++it) {
       const int j = it - tile_begin, b = j & 1;

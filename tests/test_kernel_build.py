@@ -148,6 +148,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_90a_no_wgmma": ["-arch=sm_90a", "-DDSPARKCTL_NO_WGMMA"],
         "sm_90a_ws_racecheck_sync": ["-arch=sm_90a", "-DDSPARKCTL_WS_RACECHECK_SYNC"],
         "sm_90a_ws_lazy": ["-arch=sm_90a", "-DDSPARKCTL_WS_LAZY_RESCALE"],
+        "sm_90a_ws_2p": ["-arch=sm_90a", "-DDSPARKCTL_WS_PRODUCERS=2"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -169,9 +170,9 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
 
 
 def _shipped_and_no_wgmma(kernel_ptx: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
-    """The targets a plan can launch (the racecheck build and the lazy candidate are pinned to
-    sm_90a's PTX by their own tests)."""
-    return {k: v for k, v in kernel_ptx.items() if k not in ("sm_90a_ws_racecheck_sync", "sm_90a_ws_lazy")}
+    """The targets a plan can launch (the racecheck build and the session-24 candidates are pinned
+    to sm_90a's PTX by their own tests)."""
+    return {k: v for k, v in kernel_ptx.items() if k not in ("sm_90a_ws_racecheck_sync", "sm_90a_ws_lazy", "sm_90a_ws_2p")}
 
 
 def test_wgmma_only_in_the_sm90a_64_candidate_tiles_of_32_and_64_heads(kernel_ptx: dict[str, dict[str, str]]) -> None:
@@ -289,6 +290,23 @@ def test_lazy_rescale_candidate_changes_only_the_ws_kernels(kernel_ptx: dict[str
             assert lazy[name].count("vote.sync.all") == body.count("vote.sync.all") + 2, name
         else:
             assert lazy[name] == body, name
+
+
+def test_two_producer_candidate_changes_only_the_ws_kernels(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """Session 24's -DDSPARKCTL_WS_PRODUCERS=2 candidate (the WS kernel with a second producer
+    warpgroup, 512 threads): it must keep compiling, and only the WS kernels change. They launch
+    512 threads. Their registers move as 208 / 160 / 72 + 72, summing to the 512 x 128 launch
+    pool."""
+    ship, two = kernel_ptx["sm_90a"], kernel_ptx["sm_90a_ws_2p"]
+    assert ship.keys() == two.keys()
+    for name, body in ship.items():
+        if "ws_kernel" in name:
+            assert ".maxntid 384" in body and ".maxntid 512" in two[name], name
+            for n in ("setmaxnreg.inc.sync.aligned.u32 208", "setmaxnreg.inc.sync.aligned.u32 160",
+                      "setmaxnreg.dec.sync.aligned.u32 72"):
+                assert n in two[name], (name, n)
+        else:
+            assert two[name] == body, name
 
 
 def test_every_kernel_source_is_hashed_and_shipped() -> None:
