@@ -2025,6 +2025,8 @@ __device__ __forceinline__ void ws_handoff(int id, int n) {
 // blocks [B0, B0 + NU) of every candidate (and the rope pieces with ROPE): its raw bytes into
 // registers, the barrier of both producer warpgroups (no converted row may overwrite raw bytes the
 // other still reads), then the fp16 rows, addressed as v41's (a thread: one candidate, one half).
+// Its store loop repeats the one-producer kernel's on purpose: that one keeps the GPU-tested v41
+// SASS (its raw reads address per unit); one of the two goes when this candidate is decided.
 template <int VEC, int B0, int NU, bool ROPE>
 __device__ __forceinline__ void ws_convert_part(const uint8_t* base, __nv_bfloat16* sKV, const uint8_t* valid,
                                                 const uint8_t* scl_tile, const uint32_t* pmax) {
