@@ -12,6 +12,7 @@
 set -uo pipefail
 OLD=$(cd "$1" && pwd)
 NEW=$(cd "${2:-$(dirname "$0")/..}" && pwd)
+HERE=$(cd "$(dirname "$0")/.." && pwd)  # this tree: its bench/build_kernel.py builds either side
 OUT=${OUT:-$PWD/kernel_ab_out}
 ROUNDS=${ROUNDS:-2}
 mkdir -p "$OUT"
@@ -21,7 +22,8 @@ for side in old new; do
   tree=$OLD; [ "$side" = new ] && tree=$NEW
   t0=$(date +%s)
   extra=${NVCC_EXTRA_OLD:-}; [ "$side" = new ] && extra=${NVCC_EXTRA_NEW:-}
-  (cd "$tree" && PYTHONPATH=$tree python3 -c "import sys; from pathlib import Path; from dsparkctl.kernel import build; build.build_extension('$ARCH', Path('/tmp/kab_$side'), Path('$OUT/build_$side.log'), **({'extra_nvcc': sys.argv[1].split()} if sys.argv[1] else {}))" "$extra") \
+  # shellcheck disable=SC2086
+  (cd "$tree" && PYTHONPATH=$tree python3 "$HERE/bench/build_kernel.py" "$ARCH" "/tmp/kab_$side" "$OUT/build_$side.log" $extra > /dev/null) \
     || { echo "BUILD FAILED ($side)"; tail -40 "$OUT/build_$side.log"; exit 1; }
   echo "build $side: $(( $(date +%s) - t0 )) s"
   grep -E "registers|spill" "$OUT/build_$side.log" | grep -B0 "spill" | sort | uniq -c | head -4

@@ -26,7 +26,8 @@ for v in "$@"; do
   NAMES+=("$name")
   t0=$(date +%s)
   if [ -n "${PREBUILT:-}" ] && [ -f "/tmp/kabn_$name/$SO" ]; then echo "build $name ($flags): prebuilt"; continue; fi
-  python3 -c "import sys; from pathlib import Path; from dsparkctl.kernel import build; build.build_extension('$ARCH', Path('/tmp/kabn_$name'), Path('$OUT/build_$name.log'), extra_nvcc=[f for f in sys.argv[1].split(',') if f])" "$flags" \
+  # shellcheck disable=SC2086
+  python3 bench/build_kernel.py "$ARCH" "/tmp/kabn_$name" "$OUT/build_$name.log" ${flags//,/ } > /dev/null \
     || { echo "BUILD FAILED ($name)"; tail -40 "$OUT/build_$name.log"; exit 1; }
   echo "build $name ($flags): $(( $(date +%s) - t0 )) s; spills: $(grep -c 'bytes spill stores' "$OUT/build_$name.log") functions, $(grep -E '[1-9][0-9]* bytes spill stores' "$OUT/build_$name.log" | sed -E 's/.* ([0-9]+) bytes spill stores.*/\1/' | tr '\n' ' ')"
 done

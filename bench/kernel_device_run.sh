@@ -30,11 +30,12 @@ done
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
 PY=${PYTHON:-python3}
 { nvidia-smi; $PY -c 'import torch; print(torch.__version__, torch.version.cuda, torch.cuda.get_device_name())'; nvcc --version | tail -1; } > "$OUT/env.txt" 2>&1
-XF=$(printf '%s' "${KERNEL_NVCC_EXTRA:-}" | tr ' ' ',')  # comma-separated for build_extension
+XF=${KERNEL_NVCC_EXTRA:-}  # word-split below: one argument per flag
 echo "extra nvcc flags: ${KERNEL_NVCC_EXTRA:-none}" >> "$OUT/env.txt"
 ARCH=$($PY -c 'import torch; from dsparkctl.kernel.build import arch_for_capability as a; print(a(*torch.cuda.get_device_capability()))')
 t0=$(date +%s)
-$PY -c "import sys; from pathlib import Path; from dsparkctl.kernel import build; print(build.build_extension('$ARCH', Path('/tmp/kbuild'), Path('$OUT/build.log'), extra_nvcc=[f for f in sys.argv[1].split(',') if f]))" "$XF" || { echo BUILD FAILED; tail -50 "$OUT/build.log"; exit 1; }
+# shellcheck disable=SC2086
+$PY bench/build_kernel.py "$ARCH" /tmp/kbuild "$OUT/build.log" $XF || { echo BUILD FAILED; tail -50 "$OUT/build.log"; exit 1; }
 echo "build: $(( $(date +%s) - t0 )) s"
 export DSPARKCTL_KERNEL_SO=/tmp/kbuild/dsparkctl_sparse_mla_$ARCH.so
 grep -E "registers|spill" "$OUT/build.log" | sort | uniq -c | head -30
@@ -45,7 +46,8 @@ if [ -z "$SKIP_TESTS" ]; then
   # (bench/racecheck_ws_repro.cu)
   RC_SO=$DSPARKCTL_KERNEL_SO
   if [ "$ARCH" = sm_90a ] && [ -z "$NO_SAN" ]; then
-    $PY -c "import sys; from pathlib import Path; from dsparkctl.kernel import build; build.build_extension('$ARCH', Path('/tmp/kbuild_wsrc'), Path('$OUT/build_wsrc.log'), extra_nvcc=['-DDSPARKCTL_WS_RACECHECK_SYNC'] + [f for f in sys.argv[1].split(',') if f])" "$XF" > /dev/null &
+    # shellcheck disable=SC2086
+    $PY bench/build_kernel.py "$ARCH" /tmp/kbuild_wsrc "$OUT/build_wsrc.log" -DDSPARKCTL_WS_RACECHECK_SYNC $XF > /dev/null &
     RC_SO=/tmp/kbuild_wsrc/dsparkctl_sparse_mla_$ARCH.so
   fi
   t0=$(date +%s)
@@ -60,7 +62,8 @@ if [ -z "$SKIP_TESTS" ]; then
   echo "sanitizer: $(( $(date +%s) - t0 )) s"
   if [ "$ARCH" = sm_90a ]; then
     t0=$(date +%s)
-    $PY -c "import sys; from pathlib import Path; from dsparkctl.kernel import build; build.build_extension('$ARCH', Path('/tmp/kbuild_sm120regs'), Path('$OUT/build_sm120regs.log'), extra_nvcc=['-DDSPARKCTL_SMALL_MIN_BLOCKS=1'] + [f for f in sys.argv[1].split(',') if f])" "$XF" > /dev/null \
+    # shellcheck disable=SC2086
+    $PY bench/build_kernel.py "$ARCH" /tmp/kbuild_sm120regs "$OUT/build_sm120regs.log" -DDSPARKCTL_SMALL_MIN_BLOCKS=1 $XF > /dev/null \
       || { echo "BUILD FAILED (SM120 register budget)"; tail -30 "$OUT/build_sm120regs.log"; }
     if [ -z "$NO_SAN" ]; then
       DSPARKCTL_KERNEL_SO=/tmp/kbuild_wsrc/dsparkctl_sparse_mla_$ARCH.so compute-sanitizer --tool racecheck $PY bench/racecheck_ws_probe.py > "$OUT/racecheck_ws.log" 2>&1

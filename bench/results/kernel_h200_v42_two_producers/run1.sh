@@ -13,7 +13,7 @@ SO=dsparkctl_sparse_mla_sm_90a.so
 for v in v41: p2:-DDSPARKCTL_WS_PRODUCERS=2 p2lazy:-DDSPARKCTL_WS_PRODUCERS=2,-DDSPARKCTL_WS_LAZY_RESCALE \
          p2rc:-DDSPARKCTL_WS_PRODUCERS=2,-DDSPARKCTL_WS_RACECHECK_SYNC; do
   n=${v%%:*}; f=${v#*:}
-  python3 -c "import sys; from pathlib import Path; from dsparkctl.kernel import build; build.build_extension('sm_90a', Path('/tmp/kabn_$n'), Path('$R/abn/build_$n.log'), extra_nvcc=[x for x in sys.argv[1].split(',') if x])" "$f" &
+  python3 bench/build_kernel.py sm_90a /tmp/kabn_$n $R/abn/build_$n.log ${f//,/ } > /dev/null &
 done
 for v in v41 p2; do
   x=""; [ $v = p2 ] && x=-DDSPARKCTL_WS_PRODUCERS=2
