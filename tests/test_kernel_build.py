@@ -260,6 +260,19 @@ def test_no_global_access_before_the_grid_dependency_wait(kernel_ptx: dict[str, 
             assert global_access.search(body[body.index("griddepcontrol.wait") :]), (target, name)
 
 
+def _ws_kernels_of(kernel_ptx: dict[str, dict[str, str]], variant: str) -> list[tuple[str, str, str]]:
+    """A build variant that may change only the warp-specialized kernels: every other kernel's PTX
+    is sm_90a's; returns (name, shipped PTX, variant PTX) of the WS kernels."""
+    ship, var = kernel_ptx["sm_90a"], kernel_ptx[variant]
+    assert ship.keys() == var.keys()
+    for name, body in ship.items():
+        if "ws_kernel" not in name:
+            assert var[name] == body, (variant, name)
+    pairs = [(name, body, var[name]) for name, body in ship.items() if "ws_kernel" in name]
+    assert len(pairs) == 2, pairs  # the 8- and 16-byte copy paths
+    return pairs
+
+
 def test_racecheck_build_differs_only_in_the_ws_hand_off(kernel_ptx: dict[str, dict[str, str]]) -> None:
     """v33: racecheck reports hazards behind later barriers in kernels whose warpgroups hand a
     buffer over with bar.arrive (bench/racecheck_ws_repro.cu: 1,000-10,000 a run in a kernel that
@@ -267,14 +280,9 @@ def test_racecheck_build_differs_only_in_the_ws_hand_off(kernel_ptx: dict[str, d
     where both hand-offs are bar.sync (bench/kernel_device_run.sh). That check covers the shipped
     kernel only if the two builds differ in exactly those instructions: the WS kernels' PTX is the
     shipped PTX with its two bar.arrive (P ready, P free) as bar.sync, every other kernel equal."""
-    ship, rc = kernel_ptx["sm_90a"], kernel_ptx["sm_90a_ws_racecheck_sync"]
-    assert ship.keys() == rc.keys()
-    for name, body in ship.items():
-        if "ws_kernel" in name:
-            assert body.count("bar.arrive") == 2 and "bar.arrive" not in rc[name], name
-            assert rc[name] == body.replace("bar.arrive", "bar.sync"), name
-        else:
-            assert rc[name] == body, name
+    for name, body, rc in _ws_kernels_of(kernel_ptx, "sm_90a_ws_racecheck_sync"):
+        assert body.count("bar.arrive") == 2 and "bar.arrive" not in rc, name
+        assert rc == body.replace("bar.arrive", "bar.sync"), name
 
 
 def test_lazy_rescale_candidate_changes_only_the_ws_kernels(kernel_ptx: dict[str, dict[str, str]]) -> None:
@@ -282,14 +290,9 @@ def test_lazy_rescale_candidate_changes_only_the_ws_kernels(kernel_ptx: dict[str
     full device run): it must keep compiling, touch only the warp-specialized kernels, and skip O's
     rescale by a warp vote (vote.all) in both consumer warpgroups; every other kernel's PTX is
     the shipped one."""
-    ship, lazy = kernel_ptx["sm_90a"], kernel_ptx["sm_90a_ws_lazy"]
-    assert ship.keys() == lazy.keys()
-    for name, body in ship.items():
-        if "ws_kernel" in name:
-            assert lazy[name] != body, name
-            assert lazy[name].count("vote.sync.all") == body.count("vote.sync.all") + 2, name
-        else:
-            assert lazy[name] == body, name
+    for name, body, lazy in _ws_kernels_of(kernel_ptx, "sm_90a_ws_lazy"):
+        assert lazy != body, name
+        assert lazy.count("vote.sync.all") == body.count("vote.sync.all") + 2, name
 
 
 def test_two_producer_candidate_changes_only_the_ws_kernels(kernel_ptx: dict[str, dict[str, str]]) -> None:
@@ -297,16 +300,11 @@ def test_two_producer_candidate_changes_only_the_ws_kernels(kernel_ptx: dict[str
     warpgroup, 512 threads): it must keep compiling, and only the WS kernels change. They launch
     512 threads. Their registers move as 208 / 160 / 72 + 72, summing to the 512 x 128 launch
     pool."""
-    ship, two = kernel_ptx["sm_90a"], kernel_ptx["sm_90a_ws_2p"]
-    assert ship.keys() == two.keys()
-    for name, body in ship.items():
-        if "ws_kernel" in name:
-            assert ".maxntid 384" in body and ".maxntid 512" in two[name], name
-            for n in ("setmaxnreg.inc.sync.aligned.u32 208", "setmaxnreg.inc.sync.aligned.u32 160",
-                      "setmaxnreg.dec.sync.aligned.u32 72"):
-                assert n in two[name], (name, n)
-        else:
-            assert two[name] == body, name
+    for name, body, two in _ws_kernels_of(kernel_ptx, "sm_90a_ws_2p"):
+        assert ".maxntid 384" in body and ".maxntid 512" in two, name
+        for n in ("setmaxnreg.inc.sync.aligned.u32 208", "setmaxnreg.inc.sync.aligned.u32 160",
+                  "setmaxnreg.dec.sync.aligned.u32 72"):
+            assert n in two, (name, n)
 
 
 def test_every_kernel_source_is_hashed_and_shipped() -> None:
