@@ -4,22 +4,16 @@ whose build_extension may have no extra_nvcc parameter)."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+from benchscripts import load
 
 from dsparkctl.kernel import build
 
-ROOT = Path(__file__).resolve().parent.parent
-
 
 def _tool():
-    spec = importlib.util.spec_from_file_location("build_kernel", ROOT / "bench" / "build_kernel.py")
-    mod = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(mod)
-    return mod
+    return load("build_kernel")
 
 
 def test_too_few_arguments_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:

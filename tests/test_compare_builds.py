@@ -3,20 +3,14 @@ step on saved runs (CPU), including the cases a tolerance check would let throug
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import torch
-
-ROOT = Path(__file__).resolve().parent.parent
+from benchscripts import load
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location("compare_builds", ROOT / "bench" / "compare_builds.py")
-    mod = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(mod)
-    return mod
+    return load("compare_builds")
 
 
 def _run(out: torch.Tensor, lse: torch.Tensor) -> dict:
