@@ -1887,18 +1887,8 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
 // Shared memory: Q 64 KB + two KV tiles 128 KB + P (fp16, bf16 hi, bf16 lo) 24 KB = 216 KB.
 // The numerics are the 64 x 64 wgmma kernel's (same operands, same instruction shapes and
 // order per output element), so its tolerances and the verify-path property carry over.
-// Session 24 candidate (-DDSPARKCTL_WS_PRODUCERS=2, off by default): two producer warpgroups, each
-// converting part of every tile (blocks 0-3; blocks 4-6 and the rope), so a tile's conversion takes
-// about half as long. In v40's timelines the consumers of long chains waited ~1,250 cycles a tile
-// for the producer (~5,400 cycles a tile against their ~4,100). 512 threads launch with 128
-// registers each; the producers drop to 64, the consumers rise to 216 / 160.
-#ifndef DSPARKCTL_WS_PRODUCERS
-#define DSPARKCTL_WS_PRODUCERS 1
-#endif
-constexpr int kWsProducers = DSPARKCTL_WS_PRODUCERS;
-static_assert(kWsProducers == 1 || kWsProducers == 2, "one or two producer warpgroups");
-constexpr int kWsThreads = 256 + 128 * kWsProducers;
-constexpr int kWsProducerThreads = 128 * kWsProducers;
+constexpr int kWsThreads = 384;
+[[maybe_unused]] constexpr int kWsProducerThreads = 128;
 // Bulk copies issued per producer warp (v36; 32 = two warps, v32-v35's mapping).
 #ifndef DSPARKCTL_WS_COPY_LANES
 #define DSPARKCTL_WS_COPY_LANES 16
@@ -1912,8 +1902,9 @@ static_assert(kWsCopyLanes * 4 >= 64 && kWsCopyLanes <= 32, "the 4 producer warp
 #else
 [[maybe_unused]] constexpr bool kWsConsumerCopiesOn = true;
 #endif
-// -DDSPARKCTL_WS_LAZY_RESCALE (session 24 candidate): how far (base 2) a row's tile max may pass
-// its running max before the running max moves and O is rescaled
+// v42, the lazy O rescale: how far (base 2) a row's tile max may pass its running max before the
+// running max moves and O is rescaled. Session 24's ncu profile had FMUL at 28% of the consumers'
+// instructions, most of it O's rescale (128 a thread a tile); with a stale max most tiles skip it.
 [[maybe_unused]] constexpr float kWsLazyMax = 8.f;
 enum WsBarrier : int { kWsPReady = 1, kWsPFree = 2, kWsProducer = 3, kWsConsumers = 4 };
 struct WsCfg {
@@ -1922,10 +1913,9 @@ struct WsCfg {
   // what the launch allocated: 384 threads x 168 (the cap of __launch_bounds__(384, 1)), so
   // the three may sum to at most 3 x 168 = 504 (the first build asked 512: warpgroup 0's
   // increase never found its registers and the kernel hung).
-  // With two producers (512 threads x 128 registers at launch) warpgroup 1 rises to 160 too.
-  enum : int { REGS_LAUNCH = kWsProducers == 1 ? 168 : 128 };
-  enum : int { REGS_S = kWsProducers == 1 ? 216 : 208, REGS_PV = 160, REGS_PRODUCER = kWsProducers == 1 ? 128 : 72 };
-  static_assert(REGS_S + REGS_PV + kWsProducers * REGS_PRODUCER <= (2 + kWsProducers) * REGS_LAUNCH,
+  enum : int { REGS_LAUNCH = 168 };
+  enum : int { REGS_S = 216, REGS_PV = 160, REGS_PRODUCER = 128 };
+  static_assert(REGS_S + REGS_PV + REGS_PRODUCER <= 3 * REGS_LAUNCH,
                 "setmaxnreg stays within the launch's allocation");
   static constexpr int TILE = BN * kD * 2;
   static constexpr int OFF_Q = 0;
@@ -2019,68 +2009,6 @@ __device__ __forceinline__ void ws_handoff(int id, int n) {
 #else
   nbar_arrive(id, n);
 #endif
-}
-
-// -DDSPARKCTL_WS_PRODUCERS=2: one producer warpgroup's part of a tile's in-place conversion, nope
-// blocks [B0, B0 + NU) of every candidate (and the rope pieces with ROPE): its raw bytes into
-// registers, the barrier of both producer warpgroups (no converted row may overwrite raw bytes the
-// other still reads), then the fp16 rows, addressed as v41's (a thread: one candidate, one half).
-// Its store loop repeats the one-producer kernel's on purpose: that one keeps the GPU-tested v41
-// SASS (its raw reads address per unit); one of the two goes when this candidate is decided.
-template <int VEC, int B0, int NU, bool ROPE>
-__device__ __forceinline__ void ws_convert_part(const uint8_t* base, __nv_bfloat16* sKV, const uint8_t* valid,
-                                                const uint8_t* scl_tile, const uint32_t* pmax) {
-  constexpr int BN = WsCfg::BN;
-  const int pf = tid_fresh() & 127;  // read anew, as the v41 conversion does
-  const int cand = pf >> 1, half = pf & 1, rrow = pf >> 3;
-  uint4 raw[NU][2];
-  uint4 rope[ROPE && VEC == 16 ? BN * 8 / 128 : 1];
-  if constexpr (VEC == 16) {
-    // raw slot cand * 576: nope bytes 64 blk + 32 half (+16), rope piece p at 448 + 16 p
-    const bool ok = valid[cand] != 0;
-    const uint8_t* src = base + cand * kRowBytes + B0 * 64 + half * 32;
-#pragma unroll
-    for (int i = 0; i < NU; ++i) {
-      raw[i][0] = ok ? *reinterpret_cast<const uint4*>(src + i * 64) : make_uint4(0, 0, 0, 0);
-      raw[i][1] = ok ? *reinterpret_cast<const uint4*>(src + i * 64 + 16) : make_uint4(0, 0, 0, 0);
-    }
-    if constexpr (ROPE) {
-      const uint8_t* rsrc = base + rrow * kRowBytes + kDN + (pf & 7) * 16;
-#pragma unroll
-      for (int i = 0; i < BN * 8 / 128; ++i)
-        rope[i] = valid[rrow + 16 * i] != 0 ? *reinterpret_cast<const uint4*>(rsrc + i * 16 * kRowBytes) : make_uint4(0, 0, 0, 0);
-    }
-  } else {
-    // each block's FP8 bytes at 4 KB + 64 cand of its 8 KB
-    const uint8_t* src = base + B0 * 8192 + 4096 + cand * 64 + half * 32;
-#pragma unroll
-    for (int i = 0; i < NU; ++i) {
-      raw[i][0] = *reinterpret_cast<const uint4*>(src + i * 8192);
-      raw[i][1] = *reinterpret_cast<const uint4*>(src + i * 8192 + 16);
-    }
-  }
-  nbar_sync(kWsProducer, kWsProducerThreads);  // every raw byte read before a converted row overwrites it; the tile max
-  const uint32_t maxb = max(pmax[0], pmax[1]);
-  const uint8_t* scl = scl_tile + cand * 8 + B0;
-  uint8_t* dst = reinterpret_cast<uint8_t*>(sKV) + B0 * 8192 + cand * 128;
-  const int x0 = ((half * 4 ^ cand) & 7) * 16;  // piece k at x0 ^ 16 k (see the v41 conversion)
-#pragma unroll
-  for (int i = 0; i < NU; ++i) {
-    const uint32_t mult = f16_pow2x2(scl[i], maxb);
-    const uint32_t* w = reinterpret_cast<const uint32_t*>(&raw[i][0]);
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const uint32_t w0 = w[2 * k], w1 = w[2 * k + 1];
-      *reinterpret_cast<uint4*>(dst + (x0 ^ (16 * k)) + i * 8192) =
-          make_uint4(fp8x2_to_f16x2(w0 & 0xffffu, mult), fp8x2_to_f16x2(w0 >> 16, mult),
-                     fp8x2_to_f16x2(w1 & 0xffffu, mult), fp8x2_to_f16x2(w1 >> 16, mult));
-    }
-  }
-  if constexpr (ROPE && VEC == 16) {
-    uint8_t* rdst = reinterpret_cast<uint8_t*>(sKV) + 7 * 8192 + rrow * 128 + (((pf & 7) ^ rrow) & 7) * 16;
-#pragma unroll
-    for (int i = 0; i < BN * 8 / 128; ++i) *reinterpret_cast<uint4*>(rdst + i * 16 * 128) = rope[i];
-  }
 }
 
 template <int VEC>
@@ -2220,7 +2148,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       prep(it);
       nbar_sync(kWsProducer, kWsProducerThreads);  // the tile's row offsets
       DSPARKCTL_WS_TL(5);                          // the producer barrier
-      if (kWsProducers > 1 && warp >= 12) return;  // the copies are the first producer's
       if constexpr (VEC == 16) {
         ws_copies(it, warp - 8);
         return;
@@ -2272,11 +2199,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       }
       const uint8_t* base = smem + W::OFF_KV + b * W::TILE;
       __nv_bfloat16* sKV = kv_tile(b);
-      if constexpr (kWsProducers > 1) {
-        if (warp < 12) ws_convert_part<VEC, 0, 4, false>(base, sKV, sValid + q * BN, sScl + q * BN * 8, sPmax + b * 4);
-        else ws_convert_part<VEC, 4, 3, true>(base, sKV, sValid + q * BN, sScl + q * BN * 8, sPmax + b * 4);
-        if (pt == 0) sEtile[b] = int(max(sPmax[b * 4], sPmax[b * 4 + 1])) - 127;
-      } else {
       const int pc = tid_fresh() - 256;
       uint4 raw[UPT][2];
       uint4 rope[VEC == 16 ? BN * 8 / 128 : 1];
@@ -2344,7 +2266,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         }
       }
       if (pt == 0) sEtile[b] = int(maxb) - 127;
-      }
       fence_proxy_async_smem();
       mbar_arrive(&full[b]);
       DSPARKCTL_WS_TL(3);  // converted, stored, published
@@ -2516,15 +2437,12 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       for (int i = 0; i < 2; ++i) {
         rmax[i] = fmaxf(rmax[i], __shfl_xor_sync(0xffffffffu, rmax[i], 1));
         rmax[i] = fmaxf(rmax[i], __shfl_xor_sync(0xffffffffu, rmax[i], 2));
-#ifdef DSPARKCTL_WS_LAZY_RESCALE
-        // candidate (session 24): the running max moves only when a row's tile max exceeds it by
-        // more than kWsLazyMax (base 2), so P stays below 2^kWsLazyMax (fp16 P: <= 256 x a shift
-        // <= 1) and most tiles rescale nothing: O, l and the lse all refer to the same (stale) max,
-        // so the result is exact up to rounding
+        // v42: the running max moves only when a row's tile max exceeds it by more than
+        // kWsLazyMax (base 2), so P stays below 2^kWsLazyMax (fp16 P: <= 256 x a shift <= 1) and
+        // most tiles rescale nothing. O, l and the lse all refer to the same (stale) max, so the
+        // result is exact up to rounding. -inf (no valid candidate yet) moves to any finite max; a
+        // NaN tile max moves nothing, as fmaxf ignored it.
         const float mx = rmax[i] > m_run[i] + kWsLazyMax ? rmax[i] : m_run[i];
-#else
-        const float mx = fmaxf(m_run[i], rmax[i]);
-#endif
         alpha[i] = mx == -INFINITY ? 1.f : fast_exp2(m_run[i] - mx);
         m_run[i] = mx;
         m_use[i] = mx == -INFINITY ? 0.f : mx;
@@ -2562,9 +2480,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       fence_proxy_async_smem();
       ws_handoff(kWsPReady, kCT);
       DSPARKCTL_WS_TL(4);  // P
-#ifdef DSPARKCTL_WS_LAZY_RESCALE
+      // v42: a warp whose rows all keep their max and exponent skips the rescale
       if (!__all_sync(0xffffffffu, alpha[0] * v_shift == 1.f && alpha[1] * v_shift == 1.f))
-#endif
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
         const float a = alpha[i] * v_shift;
@@ -2612,10 +2529,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       const int e_new = e_run > e_tile ? e_run : e_tile;
       const float v_shift = pow2i(e_run - e_new);
       e_run = e_new;
-#ifdef DSPARKCTL_WS_LAZY_RESCALE
       if (!__all_sync(0xffffffffu, v_shift == 1.f && sAlpha[b * M + wl * 16 + (lane >> 2)] == 1.f &&
                                        sAlpha[b * M + wl * 16 + (lane >> 2) + 8] == 1.f))
-#endif
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
         const float a = sAlpha[b * M + wl * 16 + (lane >> 2) + 8 * i];

@@ -21,7 +21,7 @@ def test_too_few_arguments_is_a_usage_error(capsys: pytest.CaptureFixture[str]) 
     assert "usage:" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("flags", [[], ["-DDSPARKCTL_WS_LAZY_RESCALE", "-DDSPARKCTL_WS_RACECHECK_SYNC"]])
+@pytest.mark.parametrize("flags", [[], ["-DDSPARKCTL_SMALL_MIN_BLOCKS=1", "-DDSPARKCTL_WS_RACECHECK_SYNC"]])
 def test_arguments_and_flags_reach_build_extension(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
                                                    tmp_path: Path, flags: list[str]) -> None:
     calls = []
