@@ -1906,6 +1906,20 @@ static_assert(kWsCopyLanes * 4 >= 64 && kWsCopyLanes <= 32, "the 4 producer warp
 // running max moves and O is rescaled. Session 24's ncu profile had FMUL at 28% of the consumers'
 // instructions, most of it O's rescale (128 a thread a tile); with a stale max most tiles skip it.
 [[maybe_unused]] constexpr float kWsLazyMax = 8.f;
+// -DDSPARKCTL_WS_RAW_SWAP (session 25 candidate): the byte offset (0 or 16) of the first 16-byte
+// raw read of a candidate's 32-byte half-row in the producer's conversion. Session 25's ncu profile
+// had 650,000 shared-load bank conflicts at 128 heads +1024 T = 64, 2-way in these reads: the 8
+// threads of a 16-byte load phase (candidates 4m .. 4m + 3, halves 0 / 1) hit four 16-byte bank
+// groups twice (rows 576 bytes apart; on the 8-byte path 64). Candidates 4m + 2 and 4m + 3 read
+// their second 16 bytes first, so the phase covers all eight; the stores put those registers'
+// pieces at x0 ^ 32, which writes the same bytes to the same addresses.
+__device__ __forceinline__ int ws_raw_swap(int cand) {
+#ifdef DSPARKCTL_WS_RAW_SWAP
+  return (cand & 2) * 8;
+#else
+  return 0 * cand;
+#endif
+}
 enum WsBarrier : int { kWsPReady = 1, kWsPFree = 2, kWsProducer = 3, kWsConsumers = 4 };
 struct WsCfg {
   static constexpr int M = 64, BN = 64;
@@ -2209,9 +2223,10 @@ __global__ void __launch_bounds__(kWsThreads, 1)
           const int u = pc + i * 128;
           const int cand = (u & 127) >> 1;
           const uint8_t* src = base + cand * kRowBytes + (u >> 7) * 64 + (u & 1) * 32;
+          const int sw = ws_raw_swap(cand);
           const bool ok = sValid[q * BN + cand] != 0;
-          raw[i][0] = ok ? *reinterpret_cast<const uint4*>(src) : make_uint4(0, 0, 0, 0);
-          raw[i][1] = ok ? *reinterpret_cast<const uint4*>(src + 16) : make_uint4(0, 0, 0, 0);
+          raw[i][0] = ok ? *reinterpret_cast<const uint4*>(src + sw) : make_uint4(0, 0, 0, 0);
+          raw[i][1] = ok ? *reinterpret_cast<const uint4*>(src + (16 - sw)) : make_uint4(0, 0, 0, 0);
         }
 #pragma unroll
         for (int i = 0; i < BN * 8 / 128; ++i) {
@@ -2225,8 +2240,9 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         for (int i = 0; i < UPT; ++i) {
           const int u = pc + i * 128;
           const uint8_t* src = base + (u >> 7) * 8192 + 4096 + ((u & 127) >> 1) * 64 + (u & 1) * 32;
-          raw[i][0] = *reinterpret_cast<const uint4*>(src);
-          raw[i][1] = *reinterpret_cast<const uint4*>(src + 16);
+          const int sw = ws_raw_swap((u & 127) >> 1);
+          raw[i][0] = *reinterpret_cast<const uint4*>(src + sw);
+          raw[i][1] = *reinterpret_cast<const uint4*>(src + (16 - sw));
         }
       }
       nbar_sync(kWsProducer, 128);  // every raw byte read before a converted row overwrites it; the tile max
@@ -2244,7 +2260,9 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         const int ccand = (pf & 127) >> 1, chalf = pf & 1;
         const uint8_t* scl = sScl + (q * BN + ccand) * 8;
         uint8_t* dst = reinterpret_cast<uint8_t*>(sKV) + ccand * 128;
-        const int x0 = ((chalf * 4 ^ ccand) & 7) * 16;  // piece k: x0 ^ 16 k (k < 4 flips bits 4-5 only)
+        // piece k: x0 ^ 16 k (k < 4 flips bits 4-5 only); with the raw swap, the registers of
+        // pieces k hold pieces k ^ 2
+        const int x0 = (((chalf * 4 ^ ccand) & 7) * 16) ^ (2 * ws_raw_swap(ccand));
 #pragma unroll
         for (int i = 0; i < UPT; ++i) {
           const uint32_t mult = f16_pow2x2(scl[i], maxb);
