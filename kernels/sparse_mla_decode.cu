@@ -333,6 +333,12 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
                : "memory");
 #endif
 }
+// A hint: `bytes` at `src` into L2 (no shared memory, no completion to wait for).
+[[maybe_unused]] __device__ __forceinline__ void prefetch_l2_bulk(const void* src, uint32_t bytes) {
+#if DSPARKCTL_MBAR
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
+#endif
+}
 // One plain arrival (release, CTA scope): the v31 ring's producer and consumers.
 [[maybe_unused]] __device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
 #if DSPARKCTL_MBAR
@@ -1906,20 +1912,16 @@ static_assert(kWsCopyLanes * 4 >= 64 && kWsCopyLanes <= 32, "the 4 producer warp
 // running max moves and O is rescaled. Session 24's ncu profile had FMUL at 28% of the consumers'
 // instructions, most of it O's rescale (128 a thread a tile); with a stale max most tiles skip it.
 [[maybe_unused]] constexpr float kWsLazyMax = 8.f;
-// -DDSPARKCTL_WS_RAW_SWAP (session 25 candidate): the byte offset (0 or 16) of the first 16-byte
-// raw read of a candidate's 32-byte half-row in the producer's conversion. Session 25's ncu profile
-// had 650,000 shared-load bank conflicts at 128 heads +1024 T = 64, 2-way in these reads: the 8
-// threads of a 16-byte load phase (candidates 4m .. 4m + 3, halves 0 / 1) hit four 16-byte bank
-// groups twice (rows 576 bytes apart; on the 8-byte path 64). Candidates 4m + 2 and 4m + 3 read
-// their second 16 bytes first, so the phase covers all eight; the stores put those registers'
-// pieces at x0 ^ 32, which writes the same bytes to the same addresses.
-__device__ __forceinline__ int ws_raw_swap(int cand) {
-#ifdef DSPARKCTL_WS_RAW_SWAP
-  return (cand & 2) * 8;
+// -DDSPARKCTL_WS_L2_PREFETCH (session 25 candidate): the producer prefetches tile j + 2's rows into
+// L2 as soon as it knows their offsets (right after converting tile j), about one consumer tile
+// before warpgroup 1 can issue their bulk copies (once tile j leaves its buffer). In long chains the
+// producer waits ~1,300 cycles a tile for copies to land (v42 timeline, 128 heads +1024 T = 64), and
+// a step of the chain holds one gather latency (../bench/results/kernel_h200_v42_two_producers/).
+#ifdef DSPARKCTL_WS_L2_PREFETCH
+constexpr bool kWsL2Prefetch = true;
 #else
-  return 0 * cand;
+[[maybe_unused]] constexpr bool kWsL2Prefetch = false;
 #endif
-}
 enum WsBarrier : int { kWsPReady = 1, kWsPFree = 2, kWsProducer = 3, kWsConsumers = 4 };
 struct WsCfg {
   static constexpr int M = 64, BN = 64;
@@ -2136,7 +2138,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     }
     // the next tile's id load, tile `it`'s row offsets, valid flags and scale-byte copies (one
     // cp.async group a tile)
-    auto prep = [&](int it) {
+    auto prep = [&](int it, bool ahead) {
       const int q = (it - tile_begin) & (W::kSlots - 1);
       const SparseMlaCache* c; int pos0, len;
       tile_src(it, c, pos0, len);
@@ -2152,6 +2154,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         sOffP[q * BN + pt] = off;
         sValid[q * BN + pt] = off >= 0 ? 1 : 0;
         cp_async<8>(sScl + (q * BN + pt) * 8, c->base + (off >= 0 ? soff : 0), off >= 0);
+        if (kWsL2Prefetch && ahead && off >= 0) prefetch_l2_bulk(c->base + off, kRowBytes);
       }
       cp_async_commit();
       DSPARKCTL_WS_TL(4);  // prep: the next tile's ids, this tile's offsets and scale copies
@@ -2159,7 +2162,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     // the producer's own copies (tiles 0 and 1, and on the 8-byte path every tile)
     auto issue = [&](int it) {
       const int b = (it - tile_begin) & 1, q = (it - tile_begin) & (W::kSlots - 1);
-      prep(it);
+      prep(it, false);
       nbar_sync(kWsProducer, kWsProducerThreads);  // the tile's row offsets
       DSPARKCTL_WS_TL(5);                          // the producer barrier
       if constexpr (VEC == 16) {
@@ -2223,10 +2226,9 @@ __global__ void __launch_bounds__(kWsThreads, 1)
           const int u = pc + i * 128;
           const int cand = (u & 127) >> 1;
           const uint8_t* src = base + cand * kRowBytes + (u >> 7) * 64 + (u & 1) * 32;
-          const int sw = ws_raw_swap(cand);
           const bool ok = sValid[q * BN + cand] != 0;
-          raw[i][0] = ok ? *reinterpret_cast<const uint4*>(src + sw) : make_uint4(0, 0, 0, 0);
-          raw[i][1] = ok ? *reinterpret_cast<const uint4*>(src + (16 - sw)) : make_uint4(0, 0, 0, 0);
+          raw[i][0] = ok ? *reinterpret_cast<const uint4*>(src) : make_uint4(0, 0, 0, 0);
+          raw[i][1] = ok ? *reinterpret_cast<const uint4*>(src + 16) : make_uint4(0, 0, 0, 0);
         }
 #pragma unroll
         for (int i = 0; i < BN * 8 / 128; ++i) {
@@ -2240,9 +2242,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         for (int i = 0; i < UPT; ++i) {
           const int u = pc + i * 128;
           const uint8_t* src = base + (u >> 7) * 8192 + 4096 + ((u & 127) >> 1) * 64 + (u & 1) * 32;
-          const int sw = ws_raw_swap((u & 127) >> 1);
-          raw[i][0] = *reinterpret_cast<const uint4*>(src + sw);
-          raw[i][1] = *reinterpret_cast<const uint4*>(src + (16 - sw));
+          raw[i][0] = *reinterpret_cast<const uint4*>(src);
+          raw[i][1] = *reinterpret_cast<const uint4*>(src + 16);
         }
       }
       nbar_sync(kWsProducer, 128);  // every raw byte read before a converted row overwrites it; the tile max
@@ -2260,9 +2261,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         const int ccand = (pf & 127) >> 1, chalf = pf & 1;
         const uint8_t* scl = sScl + (q * BN + ccand) * 8;
         uint8_t* dst = reinterpret_cast<uint8_t*>(sKV) + ccand * 128;
-        // piece k: x0 ^ 16 k (k < 4 flips bits 4-5 only); with the raw swap, the registers of
-        // pieces k hold pieces k ^ 2
-        const int x0 = (((chalf * 4 ^ ccand) & 7) * 16) ^ (2 * ws_raw_swap(ccand));
+        const int x0 = ((chalf * 4 ^ ccand) & 7) * 16;  // piece k: x0 ^ 16 k (k < 4 flips bits 4-5 only)
 #pragma unroll
         for (int i = 0; i < UPT; ++i) {
           const uint32_t mult = f16_pow2x2(scl[i], maxb);
@@ -2300,7 +2299,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       for (int it = tile_begin; it < tile_end; ++it) {
         convert(it);
         if (it + 2 < tile_end) {
-          prep(it + 2);
+          prep(it + 2, true);
           mbar_arrive(&offs[(it - tile_begin) & 1]);
         }
       }
