@@ -333,11 +333,9 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
                : "memory");
 #endif
 }
-// A hint: `bytes` at `src` into L2 (no shared memory, no completion to wait for).
-[[maybe_unused]] __device__ __forceinline__ void prefetch_l2_bulk(const void* src, uint32_t bytes) {
-#if DSPARKCTL_MBAR
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
-#endif
+// A hint: the line holding `src` into L2 (an LSU instruction a warp, nothing to wait for).
+[[maybe_unused]] __device__ __forceinline__ void prefetch_l2(const void* src) {
+  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(src));
 }
 // One plain arrival (release, CTA scope): the v31 ring's producer and consumers.
 [[maybe_unused]] __device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
@@ -1912,16 +1910,20 @@ static_assert(kWsCopyLanes * 4 >= 64 && kWsCopyLanes <= 32, "the 4 producer warp
 // running max moves and O is rescaled. Session 24's ncu profile had FMUL at 28% of the consumers'
 // instructions, most of it O's rescale (128 a thread a tile); with a stale max most tiles skip it.
 [[maybe_unused]] constexpr float kWsLazyMax = 8.f;
-// -DDSPARKCTL_WS_L2_PREFETCH (session 25 candidate): the producer prefetches tile j + 2's rows into
-// L2 as soon as it knows their offsets (right after converting tile j), about one consumer tile
-// before warpgroup 1 can issue their bulk copies (once tile j leaves its buffer). In long chains the
-// producer waits ~1,300 cycles a tile for copies to land (v42 timeline, 128 heads +1024 T = 64), and
-// a step of the chain holds one gather latency (../bench/results/kernel_h200_v42_two_producers/).
-#ifdef DSPARKCTL_WS_L2_PREFETCH
-constexpr bool kWsL2Prefetch = true;
-#else
-[[maybe_unused]] constexpr bool kWsL2Prefetch = false;
+// -DDSPARKCTL_WS_L2_PREFETCH=STRIDE (session 25 candidate): the producer prefetches tile j + 2's rows
+// into L2 as soon as it knows their offsets (right after converting tile j), about one consumer tile
+// before warpgroup 1 can issue their bulk copies (once tile j leaves its buffer): one
+// prefetch.global.L2 every STRIDE bytes of a valid row (128: a line; 32: a sector). In long chains
+// the producer waited ~1,250 cycles a tile for copies to land (v42 timeline, 128 heads +1024 T = 64).
+// The first form, one cp.async.bulk.prefetch.L2 a row, cut that wait to ~250, but a warp issues bulk
+// operations one lane after another, and the prefetches' issue added ~1,600 cycles a tile to the
+// producer: slower (bench/results/kernel_h200_v43_l2_prefetch/).
+#ifndef DSPARKCTL_WS_L2_PREFETCH
+#define DSPARKCTL_WS_L2_PREFETCH 0
 #endif
+constexpr int kWsL2PrefetchStride = DSPARKCTL_WS_L2_PREFETCH;
+constexpr int kPf = kWsL2PrefetchStride > 0 ? kWsL2PrefetchStride : 1;  // (no division by zero where off)
+static_assert(kWsL2PrefetchStride == 0 || kWsL2PrefetchStride == 32 || kWsL2PrefetchStride == 128, "a sector or a line");
 enum WsBarrier : int { kWsPReady = 1, kWsPFree = 2, kWsProducer = 3, kWsConsumers = 4 };
 struct WsCfg {
   static constexpr int M = 64, BN = 64;
@@ -2154,7 +2156,14 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         sOffP[q * BN + pt] = off;
         sValid[q * BN + pt] = off >= 0 ? 1 : 0;
         cp_async<8>(sScl + (q * BN + pt) * 8, c->base + (off >= 0 ? soff : 0), off >= 0);
-        if (kWsL2Prefetch && ahead && off >= 0) prefetch_l2_bulk(c->base + off, kRowBytes);
+        if constexpr (kWsL2PrefetchStride > 0) {
+          if (ahead && off >= 0) {
+            const uint8_t* row = c->base + off;
+#pragma unroll
+            for (int k = 0; k < (kRowBytes + kPf - 1) / kPf; ++k) prefetch_l2(row + k * kPf);
+            if (kRowBytes % kPf != 0) prefetch_l2(row + kRowBytes - 1);  // a row that starts mid-line
+          }
+        }
       }
       cp_async_commit();
       DSPARKCTL_WS_TL(4);  // prep: the next tile's ids, this tile's offsets and scale copies
