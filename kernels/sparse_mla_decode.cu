@@ -333,6 +333,13 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
                : "memory");
 #endif
 }
+// A hint: `bytes` at `src` into L2 (no shared memory, no completion to wait for; a warp issues
+// these one lane after another).
+[[maybe_unused]] __device__ __forceinline__ void prefetch_l2_bulk(const void* src, uint32_t bytes) {
+#if DSPARKCTL_MBAR
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
+#endif
+}
 // A hint: the line holding `src` into L2 (an LSU instruction a warp, nothing to wait for).
 [[maybe_unused]] __device__ __forceinline__ void prefetch_l2(const void* src) {
   asm volatile("prefetch.global.L2 [%0];\n" ::"l"(src));
@@ -1910,18 +1917,21 @@ static_assert(kWsCopyLanes * 4 >= 64 && kWsCopyLanes <= 32, "the 4 producer warp
 // running max moves and O is rescaled. Session 24's ncu profile had FMUL at 28% of the consumers'
 // instructions, most of it O's rescale (128 a thread a tile); with a stale max most tiles skip it.
 [[maybe_unused]] constexpr float kWsLazyMax = 8.f;
-// -DDSPARKCTL_WS_L2_PREFETCH=STRIDE (session 25 candidate): the producer prefetches tile j + 2's rows
+// -DDSPARKCTL_WS_L2_PREFETCH=N (session 25 candidates): the producer prefetches tile j + 2's rows
 // into L2 as soon as it knows their offsets (right after converting tile j), about one consumer tile
-// before warpgroup 1 can issue their bulk copies (once tile j leaves its buffer): one
-// prefetch.global.L2 every STRIDE bytes of a valid row (128: a line; 32: a sector). In long chains
-// the producer waited ~1,250 cycles a tile for copies to land (v42 timeline, 128 heads +1024 T = 64).
-// The first form, one cp.async.bulk.prefetch.L2 a row, cut that wait to ~250, but a warp issues bulk
-// operations one lane after another, and the prefetches' issue added ~1,600 cycles a tile to the
-// producer: slower (bench/results/kernel_h200_v43_l2_prefetch/).
+// before warpgroup 1 can issue their bulk copies (once tile j leaves its buffer). In long chains the
+// producer waited ~1,250 cycles a tile for copies to land (v42 timeline, 128 heads +1024 T = 64).
+//  - N = 1: one cp.async.bulk.prefetch.L2 a row, the rows prepped by lanes 0-15 of each of the four
+//    producer warps. Session 25's first form (rows by threads 0-63, 32 a warp) cut the wait to ~250
+//    cycles, but a warp issues bulk operations one lane after another: +1,600 cycles a tile of prep,
+//    slower (bench/results/kernel_h200_v43_l2_prefetch/run1.sh);
+//  - N = 128 / 32: one prefetch.global.L2 a line / a sector of a row (run2.sh: by line -1.1 us at
+//    128 heads +1024 T = 64 in 2 rounds, but the wait for copies barely moved; by sector slower).
 #ifndef DSPARKCTL_WS_L2_PREFETCH
 #define DSPARKCTL_WS_L2_PREFETCH 0
 #endif
-constexpr int kWsL2PrefetchStride = DSPARKCTL_WS_L2_PREFETCH;
+constexpr int kWsL2PrefetchStride = DSPARKCTL_WS_L2_PREFETCH == 1 ? 0 : DSPARKCTL_WS_L2_PREFETCH;
+constexpr bool kWsPrepSpread = DSPARKCTL_WS_L2_PREFETCH == 1;
 constexpr int kPf = kWsL2PrefetchStride > 0 ? kWsL2PrefetchStride : 1;  // (no division by zero where off)
 static_assert(kWsL2PrefetchStride == 0 || kWsL2PrefetchStride == 32 || kWsL2PrefetchStride == 128, "a sector or a line");
 enum WsBarrier : int { kWsPReady = 1, kWsPFree = 2, kWsProducer = 3, kWsConsumers = 4 };
@@ -2133,10 +2143,14 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     constexpr int UPT = (kDN / 64) * BN * 2 / 128;  // conversion units (block, candidate, half row) per thread
     static_assert(BN * NCPC % 128 == 0 && BN * RCPC % 128 == 0 && (kDN / 64) * BN * 2 % 128 == 0, "whole work per thread");
     int32_t id_next = -1;
-    if (pt < BN && tile_begin < tile_end) {
+    // the row of each tile this thread preps: pt (threads 0-63), or with the bulk L2 prefetch
+    // lanes 0-15 of each producer warp, so no warp issues more than 16 bulk prefetches a tile
+    const int prow = kWsPrepSpread ? (pt >> 5) * 16 + (pt & 15) : pt;
+    const bool prow_on = kWsPrepSpread ? (pt & 31) < 16 : pt < BN;
+    if (prow_on && tile_begin < tile_end) {
       const SparseMlaCache* c; int pos0, len;
       tile_src(tile_begin, c, pos0, len);
-      id_next = load_id(*c, t, pos0 + pt, len);
+      id_next = load_id(*c, t, pos0 + prow, len);
     }
     // the next tile's id load, tile `it`'s row offsets, valid flags and scale-byte copies (one
     // cp.async group a tile)
@@ -2144,19 +2158,21 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       const int q = (it - tile_begin) & (W::kSlots - 1);
       const SparseMlaCache* c; int pos0, len;
       tile_src(it, c, pos0, len);
-      if (pt < BN) {
+      if (prow_on) {
         const int32_t id = id_next;
         if (it + 1 < tile_end) {
           const SparseMlaCache* c1; int q0, l1;
           tile_src(it + 1, c1, q0, l1);
-          id_next = load_id(*c1, t, q0 + pt, l1);
+          id_next = load_id(*c1, t, q0 + prow, l1);
         }
         const SlotOffsets so = slot_offsets(*c, id);
         const int64_t off = so.off, soff = so.soff;
-        sOffP[q * BN + pt] = off;
-        sValid[q * BN + pt] = off >= 0 ? 1 : 0;
-        cp_async<8>(sScl + (q * BN + pt) * 8, c->base + (off >= 0 ? soff : 0), off >= 0);
-        if constexpr (kWsL2PrefetchStride > 0) {
+        sOffP[q * BN + prow] = off;
+        sValid[q * BN + prow] = off >= 0 ? 1 : 0;
+        cp_async<8>(sScl + (q * BN + prow) * 8, c->base + (off >= 0 ? soff : 0), off >= 0);
+        if constexpr (kWsPrepSpread) {
+          if (ahead && off >= 0) prefetch_l2_bulk(c->base + off, kRowBytes);
+        } else if constexpr (kWsL2PrefetchStride > 0) {
           if (ahead && off >= 0) {
             const uint8_t* row = c->base + off;
 #pragma unroll
