@@ -18,12 +18,5 @@ OUT=$R/abn PREBUILT=1 TESTS=1 COMPARE=1 TEST_TIMEOUT=120 ROUNDS=3 timeout 420 ba
 for v in v42 pfb pfl; do
   for sh in "64 192 133 512 50" "128 128 128 1024 64"; do timeout 20 /tmp/tl_$v $sh >> $R/timeline_$v.jsonl; done
 done
-python3 - <<PY | tee $R/summary.txt
-import json
-for v in ("v42", "pfb", "pfl"):
-    for l in open("$R/timeline_" + v + ".jsonl"):
-        a = json.loads(l); ph = a["phase_cycles"]
-        print(v, a["H"], a["extra"], a["T"], "us", a["stream_us_per_call"], "wg0 tile wait", ph["ids_issued"][0], "landed", ph["pv"][0],
-              "raw reads", ph["s_mma"][0], "convert", ph["epi_stage"][0], "prep", ph["epi_wait2"][0])
-PY
+python3 bench/ws_timeline_summary.py v42=$R/timeline_v42.jsonl pfb=$R/timeline_pfb.jsonl pfl=$R/timeline_pfl.jsonl | tee $R/summary.txt
 rm -rf /tmp/kabn_* $R/abn/*.pt; cd $R && tar czf $OUT/r.tgz .

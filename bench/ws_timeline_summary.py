@@ -1,0 +1,48 @@
+"""One line per shape of the warp-specialized kernel's timeline (bench/kernel_timeline.cu JSON lines):
+the waits and phases the session-25 device scripts compared, summed over the median CTA's tiles
+(thread 0 of each role), so A/B scripts print them without each carrying its own copy of this.
+
+    python bench/ws_timeline_summary.py LABEL=FILE.jsonl [LABEL=FILE.jsonl ...]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+# (printed name, timeline phase): warpgroup 0's wait for tiles, then the producer's phases
+PHASES = (("wg0 tile wait", "ids_issued"), ("landed", "pv"), ("raw reads", "s_mma"), ("convert", "epi_stage"),
+          ("prep", "epi_wait2"))
+
+
+def lines(label: str, text: str) -> list[str]:
+    out = []
+    for raw in text.splitlines():
+        if not raw.strip():
+            continue
+        a = json.loads(raw)
+        ph = a["phase_cycles"]
+        parts = [label, str(a["H"]), str(a["extra"]), str(a["T"]), "us", str(a["stream_us_per_call"])]
+        for name, key in PHASES:
+            parts += [name, str(ph[key][0])]
+        out.append(" ".join(parts))
+    return out
+
+
+def main(argv: list[str]) -> int:
+    if not argv or any("=" not in a for a in argv):
+        print(__doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
+        return 2
+    for arg in argv:
+        label, path = arg.split("=", 1)
+        p = Path(path)
+        if not p.is_file():
+            print(f"{label}: no timeline at {path} (its run failed or timed out)", file=sys.stderr)
+            continue
+        print("\n".join(lines(label, p.read_text())))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
