@@ -792,8 +792,23 @@ struct SlotOffsets {
 __device__ __forceinline__ SlotOffsets slot_offsets(const SparseMlaCache& c, int32_t id) {
   SlotOffsets o;
   if (id >= 0 && int64_t(id) < c.num_slots) {
+#ifdef DSPARKCTL_POW2_PAGES
+    // session 26 candidate: pages of 2^k tokens (64, 256, 2: every cache SGLang builds) by shift
+    // and mask; the run-time division was ~25 dependent instructions (I2F, MUFU.RCP, F2I, fix-ups)
+    // of the WS producer's per-tile prep (session 25's ncu source view).
+    const uint32_t pbs = uint32_t(c.pbs);
+    uint32_t page, row;
+    if ((pbs & (pbs - 1u)) == 0u) {
+      page = uint32_t(id) >> (__ffs(int(pbs)) - 1);
+      row = uint32_t(id) & (pbs - 1u);
+    } else {
+      page = uint32_t(id) / pbs;
+      row = uint32_t(id) - page * pbs;
+    }
+#else
     const uint32_t page = uint32_t(id) / uint32_t(c.pbs);
     const uint32_t row = uint32_t(id) - page * uint32_t(c.pbs);
+#endif
     const int64_t pbase = int64_t(page) * c.page_stride;
     o.off = pbase + int64_t(row) * kRowBytes;
     o.soff = pbase + int64_t(c.pbs) * kRowBytes + int64_t(row) * 8;
@@ -2160,11 +2175,13 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       tile_src(it, c, pos0, len);
       if (prow_on) {
         const int32_t id = id_next;
+#ifndef DSPARKCTL_WS_ID_LATE
         if (it + 1 < tile_end) {
           const SparseMlaCache* c1; int q0, l1;
           tile_src(it + 1, c1, q0, l1);
           id_next = load_id(*c1, t, q0 + prow, l1);
         }
+#endif
         const SlotOffsets so = slot_offsets(*c, id);
         const int64_t off = so.off, soff = so.soff;
         sOffP[q * BN + prow] = off;
@@ -2180,6 +2197,17 @@ __global__ void __launch_bounds__(kWsThreads, 1)
             if (kRowBytes % kPf != 0) prefetch_l2(row + kRowBytes - 1);  // a row that starts mid-line
           }
         }
+#ifdef DSPARKCTL_WS_ID_LATE
+        // session 26 candidate: the next tile's id load issued after this tile's id is used, so it
+        // can land in the same register. Issued before the offsets (v42), it needed a second one,
+        // and ptxas's copy back at the end of prep waited for the load itself (session 25's ncu:
+        // long-scoreboard stalls on that move, a global load's latency in every prep).
+        if (it + 1 < tile_end) {
+          const SparseMlaCache* c1; int q0, l1;
+          tile_src(it + 1, c1, q0, l1);
+          id_next = load_id(*c1, t, q0 + prow, l1);
+        }
+#endif
       }
       cp_async_commit();
       DSPARKCTL_WS_TL(4);  // prep: the next tile's ids, this tile's offsets and scale copies
