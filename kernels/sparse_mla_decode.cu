@@ -340,10 +340,6 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
 #endif
 }
-// A hint: the line holding `src` into L2 (an LSU instruction a warp, nothing to wait for).
-[[maybe_unused]] __device__ __forceinline__ void prefetch_l2(const void* src) {
-  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(src));
-}
 // One plain arrival (release, CTA scope): the v31 ring's producer and consumers.
 [[maybe_unused]] __device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
 #if DSPARKCTL_MBAR
@@ -792,10 +788,9 @@ struct SlotOffsets {
 __device__ __forceinline__ SlotOffsets slot_offsets(const SparseMlaCache& c, int32_t id) {
   SlotOffsets o;
   if (id >= 0 && int64_t(id) < c.num_slots) {
-#ifdef DSPARKCTL_POW2_PAGES
-    // session 26 candidate: pages of 2^k tokens (64, 256, 2: every cache SGLang builds) by shift
-    // and mask; the run-time division was ~25 dependent instructions (I2F, MUFU.RCP, F2I, fix-ups)
-    // of the WS producer's per-tile prep (session 25's ncu source view).
+    // v43: pages of 2^k tokens (64, 256, 2: every cache SGLang builds) by shift and mask; the
+    // run-time division is ~25 dependent instructions (I2F, MUFU.RCP, F2I, fix-ups), which were in
+    // the WS producer's per-tile prep (session 25's ncu source view). Other sizes still divide.
     const uint32_t pbs = uint32_t(c.pbs);
     uint32_t page, row;
     if ((pbs & (pbs - 1u)) == 0u) {
@@ -805,10 +800,6 @@ __device__ __forceinline__ SlotOffsets slot_offsets(const SparseMlaCache& c, int
       page = uint32_t(id) / pbs;
       row = uint32_t(id) - page * pbs;
     }
-#else
-    const uint32_t page = uint32_t(id) / uint32_t(c.pbs);
-    const uint32_t row = uint32_t(id) - page * uint32_t(c.pbs);
-#endif
     const int64_t pbase = int64_t(page) * c.page_stride;
     o.off = pbase + int64_t(row) * kRowBytes;
     o.soff = pbase + int64_t(c.pbs) * kRowBytes + int64_t(row) * 8;
@@ -1932,23 +1923,20 @@ static_assert(kWsCopyLanes * 4 >= 64 && kWsCopyLanes <= 32, "the 4 producer warp
 // running max moves and O is rescaled. Session 24's ncu profile had FMUL at 28% of the consumers'
 // instructions, most of it O's rescale (128 a thread a tile); with a stale max most tiles skip it.
 [[maybe_unused]] constexpr float kWsLazyMax = 8.f;
-// -DDSPARKCTL_WS_L2_PREFETCH=N (session 25 candidates): the producer prefetches tile j + 2's rows
-// into L2 as soon as it knows their offsets (right after converting tile j), about one consumer tile
-// before warpgroup 1 can issue their bulk copies (once tile j leaves its buffer). In long chains the
-// producer waited ~1,250 cycles a tile for copies to land (v42 timeline, 128 heads +1024 T = 64).
-//  - N = 1: one cp.async.bulk.prefetch.L2 a row, the rows prepped by lanes 0-15 of each of the four
-//    producer warps. Session 25's first form (rows by threads 0-63, 32 a warp) cut the wait to ~250
-//    cycles, but a warp issues bulk operations one lane after another: +1,600 cycles a tile of prep,
-//    slower (bench/results/kernel_h200_v43_l2_prefetch/run1.sh);
-//  - N = 128 / 32: one prefetch.global.L2 a line / a sector of a row (run2.sh: by line -1.1 us at
-//    128 heads +1024 T = 64 in 2 rounds, but the wait for copies barely moved; by sector slower).
+// v43, the L2 prefetch: the producer prefetches tile j + 2's rows into L2 as soon as it knows their
+// offsets (right after converting tile j), about one consumer tile before warpgroup 1 can issue their
+// bulk copies (once tile j leaves its buffer): one cp.async.bulk.prefetch.L2 a row, the rows prepped
+// by lanes 0-15 of each of the four producer warps (a warp issues bulk operations one lane after
+// another: 32 a warp, session 25's first form, added ~1,600 cycles a tile of prep and was slower).
+// In session 26's A/B (bench/results/kernel_h200_v44_prep/), with v43's shorter prep: -0.5 to -2.1
+// us on the 64/128-head T = 32 / 64 rows. The by-line (prefetch.global.L2) and by-sector forms
+// were slower or gained less (session 25; bench/results/kernel_h200_v43_l2_prefetch/).
+// -DDSPARKCTL_WS_L2_PREFETCH=0 builds without it (for A/Bs).
 #ifndef DSPARKCTL_WS_L2_PREFETCH
-#define DSPARKCTL_WS_L2_PREFETCH 0
+#define DSPARKCTL_WS_L2_PREFETCH 1
 #endif
-constexpr int kWsL2PrefetchStride = DSPARKCTL_WS_L2_PREFETCH == 1 ? 0 : DSPARKCTL_WS_L2_PREFETCH;
-constexpr bool kWsPrepSpread = DSPARKCTL_WS_L2_PREFETCH == 1;
-constexpr int kPf = kWsL2PrefetchStride > 0 ? kWsL2PrefetchStride : 1;  // (no division by zero where off)
-static_assert(kWsL2PrefetchStride == 0 || kWsL2PrefetchStride == 32 || kWsL2PrefetchStride == 128, "a sector or a line");
+static_assert(DSPARKCTL_WS_L2_PREFETCH == 0 || DSPARKCTL_WS_L2_PREFETCH == 1, "on or off");
+constexpr bool kWsL2Prefetch = DSPARKCTL_WS_L2_PREFETCH == 1;
 enum WsBarrier : int { kWsPReady = 1, kWsPFree = 2, kWsProducer = 3, kWsConsumers = 4 };
 struct WsCfg {
   static constexpr int M = 64, BN = 64;
@@ -2158,10 +2146,10 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     constexpr int UPT = (kDN / 64) * BN * 2 / 128;  // conversion units (block, candidate, half row) per thread
     static_assert(BN * NCPC % 128 == 0 && BN * RCPC % 128 == 0 && (kDN / 64) * BN * 2 % 128 == 0, "whole work per thread");
     int32_t id_next = -1;
-    // the row of each tile this thread preps: pt (threads 0-63), or with the bulk L2 prefetch
-    // lanes 0-15 of each producer warp, so no warp issues more than 16 bulk prefetches a tile
-    const int prow = kWsPrepSpread ? (pt >> 5) * 16 + (pt & 15) : pt;
-    const bool prow_on = kWsPrepSpread ? (pt & 31) < 16 : pt < BN;
+    // the row of each tile this thread preps: with the bulk L2 prefetch lanes 0-15 of each producer
+    // warp, so no warp issues more than 16 bulk prefetches a tile; without it threads 0-63
+    const int prow = kWsL2Prefetch ? (pt >> 5) * 16 + (pt & 15) : pt;
+    const bool prow_on = kWsL2Prefetch ? (pt & 31) < 16 : pt < BN;
     if (prow_on && tile_begin < tile_end) {
       const SparseMlaCache* c; int pos0, len;
       tile_src(tile_begin, c, pos0, len);
@@ -2175,39 +2163,23 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       tile_src(it, c, pos0, len);
       if (prow_on) {
         const int32_t id = id_next;
-#ifndef DSPARKCTL_WS_ID_LATE
-        if (it + 1 < tile_end) {
-          const SparseMlaCache* c1; int q0, l1;
-          tile_src(it + 1, c1, q0, l1);
-          id_next = load_id(*c1, t, q0 + prow, l1);
-        }
-#endif
         const SlotOffsets so = slot_offsets(*c, id);
         const int64_t off = so.off, soff = so.soff;
         sOffP[q * BN + prow] = off;
         sValid[q * BN + prow] = off >= 0 ? 1 : 0;
         cp_async<8>(sScl + (q * BN + prow) * 8, c->base + (off >= 0 ? soff : 0), off >= 0);
-        if constexpr (kWsPrepSpread) {
+        if constexpr (kWsL2Prefetch) {
           if (ahead && off >= 0) prefetch_l2_bulk(c->base + off, kRowBytes);
-        } else if constexpr (kWsL2PrefetchStride > 0) {
-          if (ahead && off >= 0) {
-            const uint8_t* row = c->base + off;
-#pragma unroll
-            for (int k = 0; k < (kRowBytes + kPf - 1) / kPf; ++k) prefetch_l2(row + k * kPf);
-            if (kRowBytes % kPf != 0) prefetch_l2(row + kRowBytes - 1);  // a row that starts mid-line
-          }
         }
-#ifdef DSPARKCTL_WS_ID_LATE
-        // session 26 candidate: the next tile's id load issued after this tile's id is used, so it
-        // can land in the same register. Issued before the offsets (v42), it needed a second one,
-        // and ptxas's copy back at the end of prep waited for the load itself (session 25's ncu:
-        // long-scoreboard stalls on that move, a global load's latency in every prep).
+        // v43: the next tile's id load issued after this tile's id is used, so it can land in the
+        // same register. Issued before the offsets (v42), it needed a second one, and ptxas's copy
+        // back at the end of prep waited for the load itself (session 25's ncu: long-scoreboard
+        // stalls on that move, a global load's latency in every prep).
         if (it + 1 < tile_end) {
           const SparseMlaCache* c1; int q0, l1;
           tile_src(it + 1, c1, q0, l1);
           id_next = load_id(*c1, t, q0 + prow, l1);
         }
-#endif
       }
       cp_async_commit();
       DSPARKCTL_WS_TL(4);  // prep: the next tile's ids, this tile's offsets and scale copies
