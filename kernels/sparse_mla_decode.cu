@@ -340,13 +340,6 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
 #endif
 }
-// An arrival on `bar` once every cp.async this thread issued before has landed (without adding
-// to the barrier's expected count: the barrier counts these threads).
-[[maybe_unused]] __device__ __forceinline__ void cp_async_mbar_arrive(uint64_t* bar) {
-#if DSPARKCTL_MBAR
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_u32(bar)) : "memory");
-#endif
-}
 // One plain arrival (release, CTA scope): the v31 ring's producer and consumers.
 [[maybe_unused]] __device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
 #if DSPARKCTL_MBAR
@@ -1944,19 +1937,6 @@ static_assert(kWsCopyLanes * 4 >= 64 && kWsCopyLanes <= 32, "the 4 producer warp
 #endif
 static_assert(DSPARKCTL_WS_L2_PREFETCH == 0 || DSPARKCTL_WS_L2_PREFETCH == 1, "on or off");
 constexpr bool kWsL2Prefetch = DSPARKCTL_WS_L2_PREFETCH == 1;
-// -DDSPARKCTL_WS_CPASYNC_COPIES (session 26 candidate): the 16-byte path's row copies as 16-byte
-// cp.async (36 a row, a warp's lanes over one row at a time) instead of one bulk copy a row, each
-// copying thread arriving on rawbar when its copies land. A warp issues bulk copies one lane after
-// another: v43's timeline has warpgroup 1 spending ~1,440 cycles a tile (128 heads +1024 T = 64) on
-// waiting for and issuing tile j + 2's 64 copies, with its P.V ~3,190; its loop is the period.
-#ifndef DSPARKCTL_WS_CPASYNC_BATCH
-#define DSPARKCTL_WS_CPASYNC_BATCH 4
-#endif
-#ifdef DSPARKCTL_WS_CPASYNC_COPIES
-constexpr bool kWsCpAsyncCopies = true;
-#else
-constexpr bool kWsCpAsyncCopies = false;
-#endif
 enum WsBarrier : int { kWsPReady = 1, kWsPFree = 2, kWsProducer = 3, kWsConsumers = 4 };
 struct WsCfg {
   static constexpr int M = 64, BN = 64;
@@ -2101,8 +2081,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     mbar_init(&full[1], kWsProducerThreads);
     mbar_init(&empty[0], 256);
     mbar_init(&empty[1], 256);
-    mbar_init(&rawbar[0], kWsCpAsyncCopies ? 128 : 1);
-    mbar_init(&rawbar[1], kWsCpAsyncCopies ? 128 : 1);
+    mbar_init(&rawbar[0], 1);
+    mbar_init(&rawbar[1], 1);
     mbar_init(&offs[0], kWsProducerThreads);
     mbar_init(&offs[1], kWsProducerThreads);
   }
@@ -2135,31 +2115,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     const int j = it - tile_begin, b = j & 1, q = j & (W::kSlots - 1);
     const SparseMlaCache* c; int pos0, len;
     tile_src(it, c, pos0, len);
-    if constexpr (kWsCpAsyncCopies) {
-      // rows gw, gw + 4, ...: lanes 0-31 copy bytes 16 lane, lanes 0-3 also 512 + 16 lane; all 128
-      // threads of the warpgroup arrive (their copies of invalid rows: none)
-      // (the rows' offsets read in batches before their copies: a cp.async is an asm statement
-      // with a memory clobber, so a read after one waits for it)
-      constexpr int kBatch = DSPARKCTL_WS_CPASYNC_BATCH;
-      uint8_t* dst = smem + W::OFF_KV + b * W::TILE + lane * 16;
-      const uint8_t* src = c->base + lane * 16;
-#pragma unroll 1
-      for (int r0 = 0; r0 < BN / 4; r0 += kBatch) {
-        int64_t off[kBatch];
-#pragma unroll
-        for (int k = 0; k < kBatch; ++k) off[k] = sOffP[q * BN + gw + 4 * (r0 + k)];
-#pragma unroll
-        for (int k = 0; k < kBatch; ++k) {
-          const int r = gw + 4 * (r0 + k);
-          if (off[k] >= 0) {
-            cp_async<16>(dst + r * kRowBytes, src + off[k], true);
-            if (lane < (kRowBytes - 512) / 16) cp_async<16>(dst + r * kRowBytes + 512, src + off[k] + 512, true);
-          }
-        }
-      }
-      cp_async_mbar_arrive(&rawbar[b]);
-      return;
-    }
     if (gw == 0) {
       const uint32_t n = __popc(__ballot_sync(0xffffffffu, sValid[q * BN + lane] != 0)) +
                          __popc(__ballot_sync(0xffffffffu, sValid[q * BN + 32 + lane] != 0));
