@@ -1937,19 +1937,6 @@ static_assert(kWsCopyLanes * 4 >= 64 && kWsCopyLanes <= 32, "the 4 producer warp
 #endif
 static_assert(DSPARKCTL_WS_L2_PREFETCH == 0 || DSPARKCTL_WS_L2_PREFETCH == 1, "on or off");
 constexpr bool kWsL2Prefetch = DSPARKCTL_WS_L2_PREFETCH == 1;
-// -DDSPARKCTL_WS_EARLY_COPIES (session 26 candidate): warpgroup 1 issues the copies of tile j + 2's
-// rows 0-55 (raw slots below 32 KB: nope blocks 0-3, which only warpgroup 0 reads, by S and its
-// P.V) as soon as warpgroup 0 is done with tile j, while its own P.V of tile j still runs, and rows
-// 56-63 after that P.V. v43's timeline has warpgroup 1 issuing all 64 after its P.V, ~1,440 cycles
-// a tile on its critical loop. (v38 had warpgroup 0 copy the low rows itself: slower, the copies
-// landing during both consumers' MMAs; this form keeps warpgroup 0's loop as it is.)
-#ifdef DSPARKCTL_WS_EARLY_COPIES
-constexpr bool kWsEarlyCopies = true;
-#else
-constexpr bool kWsEarlyCopies = false;
-#endif
-constexpr int kWsLoRows = 4 * 8192 / kRowBytes;  // raw slots entirely in nope blocks 0-3
-static_assert(kWsLoRows == 56, "rows 0-55 below 32 KB");
 enum WsBarrier : int { kWsPReady = 1, kWsPFree = 2, kWsProducer = 3, kWsConsumers = 4 };
 struct WsCfg {
   static constexpr int M = 64, BN = 64;
@@ -1979,7 +1966,7 @@ struct WsCfg {
   static constexpr int OFF_POFF = OFF_PMAX + 32;                // int64 [kSlots][BN]: row offsets (-1 invalid)
   static constexpr int OFF_PSCL = OFF_POFF + kSlots * BN * 8;   // uint8 [kSlots][BN][8]: scale bytes
   static constexpr int OFF_BAR = OFF_PSCL + kSlots * BN * 8;    // uint64 full[2], empty[2], raw[2], offs[2]
-  static constexpr int SMEM = OFF_BAR + (kWsEarlyCopies ? 80 : 64);  // + lofree[2]
+  static constexpr int SMEM = OFF_BAR + 64;
   static_assert(SMEM <= 227 * 1024, "fits the opt-in shared memory of a Hopper CTA");
   static_assert(OFF_KV % 1024 == 0 && OFF_P16 % 1024 == 0 && OFF_PHI % 1024 == 0 && OFF_PLO % 1024 == 0, "wgmma operands");
   static_assert(M * kORow * 4 <= OFF_P16, "the epilogue stages the fp32 rows over Q and the KV tiles");
@@ -2078,7 +2065,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   uint64_t* empty = full + 2;
   uint64_t* rawbar = full + 4;  // v31d: the bulk copies of a buffer's raw rows
   uint64_t* offs = full + 6;    // v37: the producer's row offsets of the tile a copying warpgroup copies next
-  [[maybe_unused]] uint64_t* lofree = full + 8;  // (early copies) warpgroup 0 is done with a buffer's tile
   int64_t* sOffP = reinterpret_cast<int64_t*>(smem + W::OFF_POFF);  // [kSlots][BN] row offsets, -1 invalid
   uint8_t* sScl = smem + W::OFF_PSCL;                               // [kSlots][BN][8] scale bytes
   auto kv_tile = [&](int b) { return reinterpret_cast<__nv_bfloat16*>(smem + W::OFF_KV + b * W::TILE); };
@@ -2099,10 +2085,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     mbar_init(&rawbar[1], 1);
     mbar_init(&offs[0], kWsProducerThreads);
     mbar_init(&offs[1], kWsProducerThreads);
-    if constexpr (kWsEarlyCopies) {
-      mbar_init(&lofree[0], 128);
-      mbar_init(&lofree[1], 128);
-    }
   }
 #ifdef DSPARKCTL_TIMELINE
   if (tid == 0 && blockIdx.y * gridDim.x + blockIdx.x < kTlMaxCtas)
@@ -2129,25 +2111,10 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   // of its KV buffer, counted on rawbar (invalid rows are zeroed at conversion), by the four warps
   // of one warpgroup (`gw` 0-3; warp 0 posts the byte count): kWsCopyLanes copies a warp, since a
   // warp issues its copies one lane after another (v35 / v36).
-  // part (early copies): 0 = rows 0-55 and the byte count, 1 = rows 56-63; -1 = every row.
-  auto ws_copies = [&](int it, int gw, int part = -1) {
+  auto ws_copies = [&](int it, int gw) {
     const int j = it - tile_begin, b = j & 1, q = j & (W::kSlots - 1);
     const SparseMlaCache* c; int pos0, len;
     tile_src(it, c, pos0, len);
-    if (part >= 0) {
-      if (part == 0 && gw == 0) {
-        const uint32_t n = __popc(__ballot_sync(0xffffffffu, sValid[q * BN + lane] != 0)) +
-                           __popc(__ballot_sync(0xffffffffu, sValid[q * BN + 32 + lane] != 0));
-        if (lane == 0) mbar_expect_tx(&rawbar[b], n * uint32_t(kRowBytes));
-      }
-      constexpr int kLo = kWsLoRows / 4, kHi = (BN - kWsLoRows) / 4;  // rows a warp: 14, 2
-      const int cand = part == 0 ? gw * kLo + lane : kWsLoRows + gw * kHi + lane;
-      if (lane < (part == 0 ? kLo : kHi)) {
-        const int64_t off = sOffP[q * BN + cand];
-        if (off >= 0) bulk_copy(smem + W::OFF_KV + b * W::TILE + cand * kRowBytes, c->base + off, kRowBytes, &rawbar[b]);
-      }
-      return;
-    }
     if (gw == 0) {
       const uint32_t n = __popc(__ballot_sync(0xffffffffu, sValid[q * BN + lane] != 0)) +
                          __popc(__ballot_sync(0xffffffffu, sValid[q * BN + 32 + lane] != 0));
@@ -2577,7 +2544,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       }
       wgmma_commit_wait();
       mbar_arrive(&empty[b]);
-      if constexpr (kWsEarlyCopies) mbar_arrive(&lofree[b]);
       DSPARKCTL_WS_TL(5);  // P.V (dims 0-255)
     }
     // the rows' sums over the quad, then their lse and output factors
@@ -2628,21 +2594,11 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         wgmma_pv_m64n64<true>(orp, dph + ka, dv + ((7 * BN * 128) >> 4) + kb);
         wgmma_pv_m64n64<true>(orp, dpl + ka, dv + ((7 * BN * 128) >> 4) + kb);
       }
-      wgmma_commit();
-      const bool early = kWsEarlyCopies && kWsConsumerCopies && it + 2 < tile_end;
-      if (early) {
-        // rows 0-55 of tile j + 2 while this P.V runs: warpgroup 0 is done with the buffer's tile
-        mbar_wait(&lofree[b], uint32_t(j >> 1) & 1u);
-        mbar_wait(&offs[b], uint32_t(j >> 1) & 1u);
-        ws_copies(it + 2, wl, 0);
-      }
-      wgmma_wait();
+      wgmma_commit_wait();
       if (it + 1 < tile_end) ws_handoff(kWsPFree, kCT);
       mbar_arrive(&empty[b]);
       DSPARKCTL_WS_TL(1);  // P.V (dims 256-511)
-      if (early) {
-        ws_copies(it + 2, wl, 1);
-      } else if (!kWsEarlyCopies && kWsConsumerCopies && it + 2 < tile_end) {
+      if (kWsConsumerCopies && it + 2 < tile_end) {
         // v37: tile j + 2 into this buffer once warpgroup 0 is done with tile j too
         mbar_wait(&empty[b], uint32_t(j >> 1) & 1u);
         mbar_wait(&offs[b], uint32_t(j >> 1) & 1u);
