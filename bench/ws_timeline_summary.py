@@ -14,6 +14,9 @@ from pathlib import Path
 # (printed name, timeline phase): warpgroup 0's wait for tiles, then the producer's phases
 PHASES = (("wg0 tile wait", "ids_issued"), ("landed", "pv"), ("raw reads", "s_mma"), ("convert", "epi_stage"),
           ("prep", "epi_wait2"))
+# producer phases only builds that wait for a free buffer have (the 8-byte path, session 26's
+# -DDSPARKCTL_WS_LDG_RAW): printed when that wait is there, so the copy path's lines stay as recorded
+WAITING = (("buffer wait", "epi_wait"), ("loads issue", "epi_store"))
 
 
 def lines(label: str, text: str) -> list[str]:
@@ -24,7 +27,7 @@ def lines(label: str, text: str) -> list[str]:
         a = json.loads(raw)
         ph = a["phase_cycles"]
         parts = [label, str(a["H"]), str(a["extra"]), str(a["T"]), "us", str(a["stream_us_per_call"])]
-        for name, key in PHASES:
+        for name, key in PHASES + (WAITING if ph["epi_wait"][0] > 0 else ()):
             parts += [name, str(ph[key][0])]
         out.append(" ".join(parts))
     return out

@@ -1937,6 +1937,19 @@ static_assert(kWsCopyLanes * 4 >= 64 && kWsCopyLanes <= 32, "the 4 producer warp
 #endif
 static_assert(DSPARKCTL_WS_L2_PREFETCH == 0 || DSPARKCTL_WS_L2_PREFETCH == 1, "on or off");
 constexpr bool kWsL2Prefetch = DSPARKCTL_WS_L2_PREFETCH == 1;
+// -DDSPARKCTL_WS_LDG_RAW (session 26 candidate, 16-byte path): the producer loads each tile's rows
+// from global memory (L2, where the bulk prefetch of two tiles ahead put them) straight into the
+// registers its conversion reads, one tile ahead, instead of bulk copies into the KV buffer and
+// shared-memory reads back. That takes warpgroup 1's copy issue (~1,430 cycles a tile in v43,
+// on its critical loop), the raw reads (~880 a tile) and 72 KB a tile of shared-memory traffic
+// (36 KB written by the copies, 36 KB read back) off the ring; the producer waits for a buffer
+// to be free before converting into it (v36's empty barrier), not before copying into it. v31's
+// first form loaded into registers right before converting and waited a gather latency a tile.
+#ifdef DSPARKCTL_WS_LDG_RAW
+[[maybe_unused]] constexpr bool kWsLdgRawOn = true;
+#else
+[[maybe_unused]] constexpr bool kWsLdgRawOn = false;
+#endif
 enum WsBarrier : int { kWsPReady = 1, kWsPFree = 2, kWsProducer = 3, kWsConsumers = 4 };
 struct WsCfg {
   static constexpr int M = 64, BN = 64;
@@ -2048,7 +2061,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 #if DSPARKCTL_WGMMA
   using W = WsCfg;
   constexpr int M = W::M, BN = W::BN;
-  constexpr bool kWsConsumerCopies = kWsConsumerCopiesOn && VEC == 16;
+  constexpr bool kWsLdg = kWsLdgRawOn && VEC == 16;
+  constexpr bool kWsConsumerCopies = kWsConsumerCopiesOn && VEC == 16 && !kWsLdg;
   DSPARKCTL_WS_TL_T0
   extern __shared__ __align__(1024) uint8_t smem[];
   __nv_bfloat16* sQ = reinterpret_cast<__nv_bfloat16*>(smem + W::OFF_Q);
@@ -2216,19 +2230,10 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       }
       cp_async_commit();
     };
-    auto convert = [&](int it) {
-      const int b = (it - tile_begin) & 1, q = (it - tile_begin) & (W::kSlots - 1);
-      // this tile's scale bytes (and, on the 8-byte path, its rows); v37's loop has the next
-      // tile's prep group in flight here, except at the last tile
-      if (kWsConsumerCopies && it + 1 < tile_end)
-        cp_async_wait_one();
-      else
-        cp_async_wait_all();
-      if constexpr (VEC == 16) mbar_wait(&rawbar[b], uint32_t((it - tile_begin) >> 1) & 1u);
-      nbar_sync(kWsProducer, kWsProducerThreads);  // every thread's copies of the tile have landed
-      DSPARKCTL_WS_TL(1);  // tile landed
+    // the tile's largest nope scale byte (its V exponent + 127; 255, NaN, is no magnitude), by the
+    // warps of threads 0-63, one per candidate
+    auto tile_max = [&](int b, int q) {
       if (pt < BN) {
-        // the tile's largest nope scale byte (its V exponent + 127); 255 (NaN) is no magnitude
         const uint2 sc = *reinterpret_cast<const uint2*>(sScl + (q * BN + pt) * 8);
         uint32_t m = 0;
 #pragma unroll
@@ -2239,40 +2244,11 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         m = __reduce_max_sync(0xffffffffu, m);
         if (lane == 0) sPmax[b * 4 + (warp - 8)] = m;
       }
-      const uint8_t* base = smem + W::OFF_KV + b * W::TILE;
-      __nv_bfloat16* sKV = kv_tile(b);
-      const int pc = tid_fresh() - 256;
-      uint4 raw[UPT][2];
-      uint4 rope[VEC == 16 ? BN * 8 / 128 : 1];
-      if constexpr (VEC == 16) {
-        // raw slot cand * 576: nope bytes 64 blk + 32 h (+16), rope piece q at 448 + 16 q
-#pragma unroll
-        for (int i = 0; i < UPT; ++i) {
-          const int u = pc + i * 128;
-          const int cand = (u & 127) >> 1;
-          const uint8_t* src = base + cand * kRowBytes + (u >> 7) * 64 + (u & 1) * 32;
-          const bool ok = sValid[q * BN + cand] != 0;
-          raw[i][0] = ok ? *reinterpret_cast<const uint4*>(src) : make_uint4(0, 0, 0, 0);
-          raw[i][1] = ok ? *reinterpret_cast<const uint4*>(src + 16) : make_uint4(0, 0, 0, 0);
-        }
-#pragma unroll
-        for (int i = 0; i < BN * 8 / 128; ++i) {
-          const int r = pc + i * 128;
-          const bool ok = sValid[q * BN + (r >> 3)] != 0;
-          rope[i] = ok ? *reinterpret_cast<const uint4*>(base + (r >> 3) * kRowBytes + kDN + (r & 7) * 16)
-                       : make_uint4(0, 0, 0, 0);
-        }
-      } else {
-#pragma unroll
-        for (int i = 0; i < UPT; ++i) {
-          const int u = pc + i * 128;
-          const uint8_t* src = base + (u >> 7) * 8192 + 4096 + ((u & 127) >> 1) * 64 + (u & 1) * 32;
-          raw[i][0] = *reinterpret_cast<const uint4*>(src);
-          raw[i][1] = *reinterpret_cast<const uint4*>(src + 16);
-        }
-      }
-      nbar_sync(kWsProducer, 128);  // every raw byte read before a converted row overwrites it; the tile max
-      DSPARKCTL_WS_TL(6);  // the tile max and the raw reads (timeline slot 20)
+    };
+    // this thread's raw units (nope block i, candidate pc % 128 / 2, half pc % 2) and rope pieces,
+    // converted into buffer b's tile and published (after the tile max is in sPmax)
+    auto store_tile = [&](int b, int q, __nv_bfloat16* sKV, const uint4 (&raw)[UPT][2],
+                          const uint4 (&rope)[VEC == 16 ? BN * 8 / 128 : 1]) {
       const uint32_t maxb = max(sPmax[b * 4], sPmax[b * 4 + 1]);
       {
         // v41: a thread's units all hold candidate (pc % 128) / 2 and half pc % 2 (unit i is
@@ -2310,9 +2286,110 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       if (pt == 0) sEtile[b] = int(maxb) - 127;
       fence_proxy_async_smem();
       mbar_arrive(&full[b]);
+    };
+    auto convert = [&](int it) {
+      const int b = (it - tile_begin) & 1, q = (it - tile_begin) & (W::kSlots - 1);
+      // this tile's scale bytes (and, on the 8-byte path, its rows); v37's loop has the next
+      // tile's prep group in flight here, except at the last tile
+      if (kWsConsumerCopies && it + 1 < tile_end)
+        cp_async_wait_one();
+      else
+        cp_async_wait_all();
+      if constexpr (VEC == 16) mbar_wait(&rawbar[b], uint32_t((it - tile_begin) >> 1) & 1u);
+      nbar_sync(kWsProducer, kWsProducerThreads);  // every thread's copies of the tile have landed
+      DSPARKCTL_WS_TL(1);  // tile landed
+      tile_max(b, q);
+      const uint8_t* base = smem + W::OFF_KV + b * W::TILE;
+      __nv_bfloat16* sKV = kv_tile(b);
+      const int pc = tid_fresh() - 256;
+      uint4 raw[UPT][2];
+      uint4 rope[VEC == 16 ? BN * 8 / 128 : 1];
+      if constexpr (VEC == 16) {
+        // raw slot cand * 576: nope bytes 64 blk + 32 h (+16), rope piece q at 448 + 16 q
+#pragma unroll
+        for (int i = 0; i < UPT; ++i) {
+          const int u = pc + i * 128;
+          const int cand = (u & 127) >> 1;
+          const uint8_t* src = base + cand * kRowBytes + (u >> 7) * 64 + (u & 1) * 32;
+          const bool ok = sValid[q * BN + cand] != 0;
+          raw[i][0] = ok ? *reinterpret_cast<const uint4*>(src) : make_uint4(0, 0, 0, 0);
+          raw[i][1] = ok ? *reinterpret_cast<const uint4*>(src + 16) : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int i = 0; i < BN * 8 / 128; ++i) {
+          const int r = pc + i * 128;
+          const bool ok = sValid[q * BN + (r >> 3)] != 0;
+          rope[i] = ok ? *reinterpret_cast<const uint4*>(base + (r >> 3) * kRowBytes + kDN + (r & 7) * 16)
+                       : make_uint4(0, 0, 0, 0);
+        }
+      } else {
+#pragma unroll
+        for (int i = 0; i < UPT; ++i) {
+          const int u = pc + i * 128;
+          const uint8_t* src = base + (u >> 7) * 8192 + 4096 + ((u & 127) >> 1) * 64 + (u & 1) * 32;
+          raw[i][0] = *reinterpret_cast<const uint4*>(src);
+          raw[i][1] = *reinterpret_cast<const uint4*>(src + 16);
+        }
+      }
+      nbar_sync(kWsProducer, 128);  // every raw byte read before a converted row overwrites it; the tile max
+      DSPARKCTL_WS_TL(6);  // the tile max and the raw reads (timeline slot 20)
+      store_tile(b, q, sKV, raw, rope);
       DSPARKCTL_WS_TL(3);  // converted, stored, published
     };
-    if constexpr (kWsConsumerCopies) {
+    if constexpr (kWsLdg) {
+      // (-DDSPARKCTL_WS_LDG_RAW) tile `it`'s rows into this thread's conversion registers: the
+      // same units as the raw reads of the copy path (nope block i, candidate pc % 128 / 2, half
+      // pc % 2; rope piece pc % 8 of candidates pc / 8 + 16 i), zeros for invalid rows
+      uint4 raw[UPT][2];
+      uint4 rope[BN * 8 / 128];
+      auto load_tile = [&](int it) {
+        const int q = (it - tile_begin) & (W::kSlots - 1);
+        const SparseMlaCache* c; int pos0, len;
+        tile_src(it, c, pos0, len);
+        const int pc = tid_fresh() - 256;
+        const int64_t off = sOffP[q * BN + ((pc & 127) >> 1)];
+        const uint4* src = reinterpret_cast<const uint4*>(c->base + (off >= 0 ? off : 0) + (pc & 1) * 32);
+        const uint4 z = make_uint4(0, 0, 0, 0);
+#pragma unroll
+        for (int i = 0; i < UPT; ++i) {
+          raw[i][0] = off >= 0 ? __ldg(src + i * 4) : z;
+          raw[i][1] = off >= 0 ? __ldg(src + i * 4 + 1) : z;
+        }
+#pragma unroll
+        for (int i = 0; i < BN * 8 / 128; ++i) {
+          const int r = pc + i * 128;
+          const int64_t ro = sOffP[q * BN + (r >> 3)];
+          rope[i] = ro >= 0 ? __ldg(reinterpret_cast<const uint4*>(c->base + ro + kDN + (r & 7) * 16)) : z;
+        }
+      };
+      if (tile_begin < tile_end) prep(tile_begin, false);
+      if (tile_begin + 1 < tile_end) prep(tile_begin + 1, true);
+      nbar_sync(kWsProducer, kWsProducerThreads);  // tile 0's row offsets
+      if (tile_begin < tile_end) load_tile(tile_begin);
+      DSPARKCTL_WS_TL(0);  // first loads issued
+      for (int it = tile_begin; it < tile_end; ++it) {
+        const int j = it - tile_begin, b = j & 1, q = j & (W::kSlots - 1);
+        // this tile's scale bytes: its group and every older one (tile it + 1's may fly)
+        if (it + 1 < tile_end)
+          cp_async_wait_one();
+        else
+          cp_async_wait_all();
+        nbar_sync(kWsProducer, kWsProducerThreads);  // every thread's scale bytes of the tile
+        DSPARKCTL_WS_TL(1);                          // scales landed
+        tile_max(b, q);
+        if (j >= 2) mbar_wait(&empty[b], uint32_t((j >> 1) - 1) & 1u);  // tile j - 2 is done with the buffer
+        nbar_sync(kWsProducer, kWsProducerThreads);  // the tile max
+        DSPARKCTL_WS_TL(2);                          // buffer free
+        store_tile(b, q, kv_tile(b), raw, rope);
+        DSPARKCTL_WS_TL(3);  // converted, stored, published
+        if (it + 1 < tile_end) load_tile(it + 1);
+        DSPARKCTL_WS_TL(5);  // next loads issued
+        // tile it + 2's slots (offsets, valid flags, scale bytes) are tile it - 2's: written only
+        // now that the consumers are done with that tile (the empty wait above), as the copy
+        // path's producer does after converting tile it
+        if (it + 2 < tile_end) prep(it + 2, true);
+      }
+    } else if constexpr (kWsConsumerCopies) {
       // v37: the producer copies tiles 0 and 1 (both buffers start free); tile j >= 2 is copied by
       // warpgroup 1 as soon as the consumers free its buffer (tile j - 2), from the offsets the
       // producer posts on offs[] right after converting tile j - 2. So no copy issue (~2,000

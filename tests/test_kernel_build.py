@@ -134,9 +134,9 @@ def test_sm120_register_budget_build_on_hopper(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str]]:
     """PTX of the kernel source for sm_90a, sm_120a, a -DDSPARKCTL_NO_WGMMA Hopper build, the
-    racecheck build of the warp-specialized kernel (-DDSPARKCTL_WS_RACECHECK_SYNC) and v43's
-    build without the L2 prefetch (-DDSPARKCTL_WS_L2_PREFETCH=0, the A/B baseline), as {target:
-    {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
+    racecheck build of the warp-specialized kernel (-DDSPARKCTL_WS_RACECHECK_SYNC), v43's build
+    without the L2 prefetch (-DDSPARKCTL_WS_L2_PREFETCH=0, the A/B baseline) and session 26's
+    register-load candidate (-DDSPARKCTL_WS_LDG_RAW), as {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
     if build.find_nvcc() is None:
         pytest.skip("nvcc not installed: cannot compile-check CUDA")
     tmp_path = tmp_path_factory.mktemp("ptx")
@@ -148,6 +148,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_90a_no_wgmma": ["-arch=sm_90a", "-DDSPARKCTL_NO_WGMMA"],
         "sm_90a_ws_racecheck_sync": ["-arch=sm_90a", "-DDSPARKCTL_WS_RACECHECK_SYNC"],
         "sm_90a_ws_no_pf": ["-arch=sm_90a", "-DDSPARKCTL_WS_L2_PREFETCH=0"],
+        "sm_90a_ws_ldg": ["-arch=sm_90a", "-DDSPARKCTL_WS_LDG_RAW"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -309,6 +310,22 @@ def test_only_the_16_byte_ws_kernel_prefetches_into_l2(kernel_ptx: dict[str, dic
         assert "prefetch" not in var, name
     for k in ("sm_120a", "sm_90a_no_wgmma"):
         assert not [n for n, b in kernel_ptx[k].items() if "prefetch" in b], k
+
+
+def test_register_load_candidate_drops_only_the_16_byte_ws_copies(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """Session 26's candidate (-DDSPARKCTL_WS_LDG_RAW, off by default until its device runs): the
+    16-byte warp-specialized producer loads each tile's rows from global memory into its registers,
+    so that kernel has no bulk copy into shared memory left but keeps the L2 prefetch, the
+    producer's scale-byte cp.async and the empty barrier's waits; the 8-byte one (cp.async path)
+    and every other kernel are the shipped PTX."""
+    pairs = {name: (ship, var) for name, ship, var in _ws_kernels_of(kernel_ptx, "sm_90a_ws_ldg")}
+    ship8, var8 = pairs["sparse_mla_decode_ws_kernelILi8E"]
+    assert var8 == ship8
+    ship16, var16 = pairs["sparse_mla_decode_ws_kernelILi16E"]
+    bulk = "cp.async.bulk.shared::cluster.global"
+    assert bulk in ship16 and bulk not in var16
+    assert "cp.async.bulk.prefetch.L2.global" in var16 and "cp.async.ca.shared.global" in var16
+    assert var16.count("ld.global.nc.v4") > ship16.count("ld.global.nc.v4")
 
 
 def test_every_kernel_source_is_hashed_and_shipped() -> None:

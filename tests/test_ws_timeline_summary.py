@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,19 @@ def test_recorded_timeline_lines() -> None:
     want = [ln for ln in (RUN2 / "summary.txt").read_text().splitlines() if ln.startswith("pfl ")]
     assert len(want) == 2
     assert got == want
+
+
+def test_buffer_wait_fields_only_where_the_producer_waits_for_a_buffer() -> None:
+    # synthetic lines of the timeline's format: the copy path (no buffer wait) and a build whose
+    # producer waits for a free buffer (the 8-byte path, -DDSPARKCTL_WS_LDG_RAW)
+    keys = ("ids_issued", "pv", "s_mma", "epi_stage", "epi_wait2", "epi_wait", "epi_store")
+    def line(wait: int) -> str:
+        ph = {k: [100 + i, 0] for i, k in enumerate(keys)} | {"epi_wait": [wait, 0]}
+        return json.dumps({"H": 128, "extra": 1024, "T": 64, "stream_us_per_call": 57.5, "phase_cycles": ph})
+    tool = load("ws_timeline_summary")
+    copy_path, waiting = tool.lines("a", line(0))[0], tool.lines("b", line(900))[0]
+    assert copy_path == "a 128 1024 64 us 57.5 wg0 tile wait 100 landed 101 raw reads 102 convert 103 prep 104"
+    assert waiting.endswith("prep 104 buffer wait 900 loads issue 106")
 
 
 def test_usage_and_missing_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
