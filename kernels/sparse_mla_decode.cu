@@ -1938,8 +1938,8 @@ static_assert(kWsCopyLanes * 4 >= 64 && kWsCopyLanes <= 32, "the 4 producer warp
 static_assert(DSPARKCTL_WS_L2_PREFETCH == 0 || DSPARKCTL_WS_L2_PREFETCH == 1, "on or off");
 constexpr bool kWsL2Prefetch = DSPARKCTL_WS_L2_PREFETCH == 1;
 // -DDSPARKCTL_WS_LDG_RAW (session 26 candidate, 16-byte path): the producer loads each tile's rows
-// from global memory (L2, where the bulk prefetch of two tiles ahead put them) straight into the
-// registers its conversion reads, one tile ahead, instead of bulk copies into the KV buffer and
+// from global memory (L2, where its bulk prefetch, issued one producer iteration before, put them)
+// straight into the registers its conversion reads, one tile ahead, instead of bulk copies into the KV buffer and
 // shared-memory reads back. That takes warpgroup 1's copy issue (~1,430 cycles a tile in v43,
 // on its critical loop), the raw reads (~880 a tile) and 72 KB a tile of shared-memory traffic
 // (36 KB written by the copies, 36 KB read back) off the ring; the producer waits for a buffer
@@ -2151,7 +2151,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     // main kernel's copy, zero-fill for invalid candidates), rope bytes straight to their place,
     // each 64-dim nope block's FP8 bytes into the second half of that block's 8 KB (candidate
     // c's 64 bytes at 4 KB + 64 c), all issued here. (v31's first forms loaded into registers:
-    // one tile in flight, a gather latency per tile.)
+    // one tile in flight, a gather latency per tile.) -DDSPARKCTL_WS_LDG_RAW (a candidate, below):
+    // no copies; the producer loads each tile's rows into registers one tile ahead.
     setmaxnreg_dec<W::REGS_PRODUCER>();
     DSPARKCTL_WS_TL_DECL
     const int pt = tid - 256;
@@ -2359,7 +2360,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         for (int i = 0; i < BN * 8 / 128; ++i) {
           const int r = pc + i * 128;
           const int64_t ro = sOffP[q * BN + (r >> 3)];
-          rope[i] = ro >= 0 ? __ldg(reinterpret_cast<const uint4*>(c->base + ro + kDN + (r & 7) * 16)) : z;
+          rope[i] = ro >= 0 ? __ldg(reinterpret_cast<const uint4*>(c->base + (ro >= 0 ? ro : 0) + kDN + (r & 7) * 16)) : z;
         }
       };
       if (tile_begin < tile_end) prep(tile_begin, false);
