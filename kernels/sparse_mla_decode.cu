@@ -1936,7 +1936,7 @@ static_assert(kWsCopyLanes * 4 >= 64 && kWsCopyLanes <= 32, "the 4 producer warp
 #define DSPARKCTL_WS_L2_PREFETCH 1
 #endif
 static_assert(DSPARKCTL_WS_L2_PREFETCH == 0 || DSPARKCTL_WS_L2_PREFETCH == 1, "on or off");
-constexpr bool kWsL2Prefetch = DSPARKCTL_WS_L2_PREFETCH == 1;
+[[maybe_unused]] constexpr bool kWsL2Prefetch = DSPARKCTL_WS_L2_PREFETCH == 1;
 // -DDSPARKCTL_WS_LDG_RAW (session 26 candidate, 16-byte path): the producer loads each tile's rows
 // from global memory (L2, where its bulk prefetch, issued one producer iteration before, put them)
 // straight into the registers its conversion reads, one tile ahead, instead of bulk copies into the KV buffer and
@@ -2047,7 +2047,7 @@ __device__ __forceinline__ void ws_s64(float (&s)[8][4], uint64_t dq, uint64_t d
 // arrive to its next P-ready wait. In those windows the kernel only reads shared memory (P.V
 // and S by wgmma, sEtile, sValid) and writes sFact, which nobody reads before the epilogue's
 // whole-CTA barrier.
-__device__ __forceinline__ void ws_handoff(int id, int n) {
+[[maybe_unused]] __device__ __forceinline__ void ws_handoff(int id, int n) {
 #ifdef DSPARKCTL_WS_RACECHECK_SYNC
   nbar_sync(id, n);
 #else
