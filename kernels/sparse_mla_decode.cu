@@ -1950,6 +1950,16 @@ static_assert(DSPARKCTL_WS_L2_PREFETCH == 0 || DSPARKCTL_WS_L2_PREFETCH == 1, "o
 #else
 [[maybe_unused]] constexpr bool kWsLdgRawOn = false;
 #endif
+// -DDSPARKCTL_WS_SPEC_IDS (session 26 candidate): the producer's raw ids of full tiles sb and sb + 1
+// are loaded beside the lengths, as the main kernel's (v4), and used when the split's first valid
+// tiles are those full tiles. The WS producer loaded tile 0's ids only once the lengths had given
+// the tile range, and tile 1's only in tile 0's prep, once tile 0's had landed: two global-memory
+// round trips in series before the first copies.
+#ifdef DSPARKCTL_WS_SPEC_IDS
+[[maybe_unused]] constexpr bool kWsSpecIds = true;
+#else
+[[maybe_unused]] constexpr bool kWsSpecIds = false;
+#endif
 enum WsBarrier : int { kWsPReady = 1, kWsPFree = 2, kWsProducer = 3, kWsConsumers = 4 };
 struct WsCfg {
   static constexpr int M = 64, BN = 64;
@@ -2113,6 +2123,24 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const int sb = int((int64_t(ntf) * split) / num_splits);
   const int se = int((int64_t(ntf) * (split + 1)) / num_splits);
   asm volatile("griddepcontrol.wait;" ::: "memory");  // v23: no global access before this
+  // (-DDSPARKCTL_WS_SPEC_IDS) the producer's prep rows' raw ids of full tiles sb and sb + 1, in
+  // flight with the lengths (positions bounded by topk: inside the tensor)
+  [[maybe_unused]] int32_t spec_id[2] = {-1, -1};
+  if constexpr (kWsSpecIds) {
+    const int pt0 = tid - 256;
+    const int prow0 = kWsL2Prefetch ? (pt0 >> 5) * 16 + (pt0 & 15) : pt0;
+    if (warp >= 8 && (kWsL2Prefetch ? (pt0 & 31) < 16 : pt0 < BN)) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int f = sb + r;
+        if (f < se) {
+          const SparseMlaCache& c = f < ntf_m ? p.main : p.extra;
+          const int pos = (f < ntf_m ? f : f - ntf_m) * BN + prow0;
+          if (pos < c.topk) spec_id[r] = __ldg(c.indices + int64_t(t) * c.indices_stride + pos);
+        }
+      }
+    }
+  }
   const ValidTiles<BN> vt(p, t, ntf_m, sb, se);
   const int tile_begin = vt.begin;
   const int tile_end = vt.end;
@@ -2165,10 +2193,15 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     // warp, so no warp issues more than 16 bulk prefetches a tile; without it threads 0-63
     const int prow = kWsL2Prefetch ? (pt >> 5) * 16 + (pt & 15) : pt;
     const bool prow_on = kWsL2Prefetch ? (pt & 31) < 16 : pt < BN;
+    // valid tile `it`'s full-tile index (what the speculative ids were loaded for)
+    [[maybe_unused]] auto full_tile = [&](int it) { return it < vt.nt_m ? it : ntf_m + (it - vt.nt_m); };
     if (prow_on && tile_begin < tile_end) {
       const SparseMlaCache* c; int pos0, len;
       tile_src(tile_begin, c, pos0, len);
-      id_next = load_id(*c, t, pos0 + prow, len);
+      if (kWsSpecIds && full_tile(tile_begin) == sb)
+        id_next = pos0 + prow < len ? spec_id[0] : -1;
+      else
+        id_next = load_id(*c, t, pos0 + prow, len);
     }
     // the next tile's id load, tile `it`'s row offsets, valid flags and scale-byte copies (one
     // cp.async group a tile)
@@ -2193,7 +2226,10 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         if (it + 1 < tile_end) {
           const SparseMlaCache* c1; int q0, l1;
           tile_src(it + 1, c1, q0, l1);
-          id_next = load_id(*c1, t, q0 + prow, l1);
+          if (kWsSpecIds && it == tile_begin && full_tile(it + 1) == sb + 1)
+            id_next = q0 + prow < l1 ? spec_id[1] : -1;
+          else
+            id_next = load_id(*c1, t, q0 + prow, l1);
         }
       }
       cp_async_commit();

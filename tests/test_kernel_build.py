@@ -136,7 +136,8 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     """PTX of the kernel source for sm_90a, sm_120a, a -DDSPARKCTL_NO_WGMMA Hopper build, the
     racecheck build of the warp-specialized kernel (-DDSPARKCTL_WS_RACECHECK_SYNC), v43's build
     without the L2 prefetch (-DDSPARKCTL_WS_L2_PREFETCH=0, the A/B baseline) and session 26's
-    register-load candidate (-DDSPARKCTL_WS_LDG_RAW), as {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
+    candidates (-DDSPARKCTL_WS_LDG_RAW, -DDSPARKCTL_WS_SPEC_IDS), as {target: {kernel name: its
+    .entry body}}. PTX only (no ptxas): a few seconds per target."""
     if build.find_nvcc() is None:
         pytest.skip("nvcc not installed: cannot compile-check CUDA")
     tmp_path = tmp_path_factory.mktemp("ptx")
@@ -149,6 +150,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_90a_ws_racecheck_sync": ["-arch=sm_90a", "-DDSPARKCTL_WS_RACECHECK_SYNC"],
         "sm_90a_ws_no_pf": ["-arch=sm_90a", "-DDSPARKCTL_WS_L2_PREFETCH=0"],
         "sm_90a_ws_ldg": ["-arch=sm_90a", "-DDSPARKCTL_WS_LDG_RAW"],
+        "sm_90a_ws_spec": ["-arch=sm_90a", "-DDSPARKCTL_WS_SPEC_IDS"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -326,6 +328,16 @@ def test_register_load_candidate_drops_only_the_16_byte_ws_copies(kernel_ptx: di
     assert bulk in ship16 and bulk not in var16
     assert "cp.async.bulk.prefetch.L2.global" in var16 and "cp.async.ca.shared.global" in var16
     assert var16.count("ld.global.nc.v4") > ship16.count("ld.global.nc.v4")
+
+
+def test_speculative_id_candidate_adds_two_id_loads_to_the_ws_kernels(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """Session 26's candidate (-DDSPARKCTL_WS_SPEC_IDS, off by default until its device runs): the
+    warp-specialized producer loads its rows' ids of the split's first two full tiles beside the
+    lengths (two more 32-bit index loads in each WS kernel, both after the grid-dependency wait);
+    every other kernel is the shipped PTX."""
+    for name, ship, var in _ws_kernels_of(kernel_ptx, "sm_90a_ws_spec"):
+        assert var.count("ld.global.nc.s32") == ship.count("ld.global.nc.s32") + 2, name
+        assert var.index("griddepcontrol.wait") < var.index("ld.global.nc.s32"), name
 
 
 def test_every_kernel_source_is_hashed_and_shipped() -> None:
