@@ -780,6 +780,22 @@ __device__ __forceinline__ int clamp_len(const int32_t* lengths, int64_t stride,
 __device__ __forceinline__ int32_t load_id(const SparseMlaCache& c, int t, int pos, int len) {
   return pos < len ? __ldg(c.indices + int64_t(t) * c.indices_stride + pos) : -1;
 }
+// Speculative raw ids of full tiles sb and sb + 1 at position `row` of each (bounded by topk: always
+// inside the tensor; -1 past it or past the split), loaded before the lengths say which tiles are
+// valid (v4); used where the split's first valid tiles are those full tiles.
+template <int BN>
+__device__ __forceinline__ void load_spec_ids(const SparseMlaParams& p, int t, int sb, int se, int ntf_m, int row,
+                                              int32_t (&spec)[2]) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int f = sb + r;
+    if (f < se) {
+      const SparseMlaCache& c = f < ntf_m ? p.main : p.extra;
+      const int pos = (f < ntf_m ? f : f - ntf_m) * BN + row;
+      if (pos < c.topk) spec[r] = __ldg(c.indices + int64_t(t) * c.indices_stride + pos);
+    }
+  }
+}
 // Validate a raw slot id (< 0, >= num_slots: invalid) into the byte offsets of its data row and
 // of its scale bytes (-1, -1 when invalid).
 struct SlotOffsets {
@@ -1048,19 +1064,9 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
 #endif
   q_src.load(qv);
   DSPARKCTL_TL_MARK(19);
-  // Speculative raw ids of full tiles sb and sb+1 (bounded by topk: always inside the tensor).
+  // Speculative raw ids of full tiles sb and sb+1.
   int32_t spec[2] = {-1, -1};
-  if (tid < BN) {
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int f = sb + r;
-      if (f < se) {
-        const SparseMlaCache& c = f < ntf_m ? p.main : p.extra;
-        const int pos = (f < ntf_m ? f : f - ntf_m) * BN + tid;
-        if (pos < c.topk) spec[r] = __ldg(c.indices + int64_t(t) * c.indices_stride + pos);
-      }
-    }
-  }
+  if (tid < BN) load_spec_ids<BN>(p, t, sb, se, ntf_m, tid, spec);
 
   DSPARKCTL_TL_MARK(4);
   const ValidTiles<BN> vt(p, t, ntf_m, sb, se);
@@ -2129,17 +2135,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   if constexpr (kWsSpecIds) {
     const int pt0 = tid - 256;
     const int prow0 = kWsL2Prefetch ? (pt0 >> 5) * 16 + (pt0 & 15) : pt0;
-    if (warp >= 8 && (kWsL2Prefetch ? (pt0 & 31) < 16 : pt0 < BN)) {
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const int f = sb + r;
-        if (f < se) {
-          const SparseMlaCache& c = f < ntf_m ? p.main : p.extra;
-          const int pos = (f < ntf_m ? f : f - ntf_m) * BN + prow0;
-          if (pos < c.topk) spec_id[r] = __ldg(c.indices + int64_t(t) * c.indices_stride + pos);
-        }
-      }
-    }
+    if (warp >= 8 && (kWsL2Prefetch ? (pt0 & 31) < 16 : pt0 < BN)) load_spec_ids<BN>(p, t, sb, se, ntf_m, prow0, spec_id);
   }
   const ValidTiles<BN> vt(p, t, ntf_m, sb, se);
   const int tile_begin = vt.begin;
