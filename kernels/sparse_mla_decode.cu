@@ -1945,8 +1945,8 @@ static_assert(DSPARKCTL_WS_L2_PREFETCH == 0 || DSPARKCTL_WS_L2_PREFETCH == 1, "o
 [[maybe_unused]] constexpr bool kWsL2Prefetch = DSPARKCTL_WS_L2_PREFETCH == 1;
 // -DDSPARKCTL_WS_LDG_RAW (session 26 candidate, 16-byte path): the producer loads each tile's rows
 // from global memory (L2, where its bulk prefetch, issued one producer iteration before, put them)
-// straight into the registers its conversion reads, one tile ahead, instead of bulk copies into the KV buffer and
-// shared-memory reads back. That takes warpgroup 1's copy issue (~1,430 cycles a tile in v43,
+// straight into the registers its conversion reads, one tile ahead, instead of bulk copies into the
+// KV buffer and shared-memory reads back. That takes warpgroup 1's copy issue (~1,430 cycles a tile in v43,
 // on its critical loop), the raw reads (~880 a tile) and 72 KB a tile of shared-memory traffic
 // (36 KB written by the copies, 36 KB read back) off the ring; the producer waits for a buffer
 // to be free before converting into it (v36's empty barrier), not before copying into it. v31's
@@ -1966,6 +1966,11 @@ static_assert(DSPARKCTL_WS_L2_PREFETCH == 0 || DSPARKCTL_WS_L2_PREFETCH == 1, "o
 #else
 [[maybe_unused]] constexpr bool kWsSpecIds = false;
 #endif
+// The row of each tile producer thread `pt` preps (offsets, valid flag, scale bytes, L2 prefetch):
+// with the bulk L2 prefetch lanes 0-15 of each producer warp, so no warp issues more than 16 bulk
+// prefetches a tile; without it threads 0-63.
+[[maybe_unused]] __device__ __forceinline__ int ws_prep_row(int pt) { return kWsL2Prefetch ? (pt >> 5) * 16 + (pt & 15) : pt; }
+[[maybe_unused]] __device__ __forceinline__ bool ws_preps(int pt) { return kWsL2Prefetch ? (pt & 31) < 16 : pt < 64; }
 enum WsBarrier : int { kWsPReady = 1, kWsPFree = 2, kWsProducer = 3, kWsConsumers = 4 };
 struct WsCfg {
   static constexpr int M = 64, BN = 64;
@@ -2133,9 +2138,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   // flight with the lengths (positions bounded by topk: inside the tensor)
   [[maybe_unused]] int32_t spec_id[2] = {-1, -1};
   if constexpr (kWsSpecIds) {
-    const int pt0 = tid - 256;
-    const int prow0 = kWsL2Prefetch ? (pt0 >> 5) * 16 + (pt0 & 15) : pt0;
-    if (warp >= 8 && (kWsL2Prefetch ? (pt0 & 31) < 16 : pt0 < BN)) load_spec_ids<BN>(p, t, sb, se, ntf_m, prow0, spec_id);
+    if (warp >= 8 && ws_preps(tid - 256)) load_spec_ids<BN>(p, t, sb, se, ntf_m, ws_prep_row(tid - 256), spec_id);
   }
   const ValidTiles<BN> vt(p, t, ntf_m, sb, se);
   const int tile_begin = vt.begin;
@@ -2185,10 +2188,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     constexpr int UPT = (kDN / 64) * BN * 2 / 128;  // conversion units (block, candidate, half row) per thread
     static_assert(BN * NCPC % 128 == 0 && BN * RCPC % 128 == 0 && (kDN / 64) * BN * 2 % 128 == 0, "whole work per thread");
     int32_t id_next = -1;
-    // the row of each tile this thread preps: with the bulk L2 prefetch lanes 0-15 of each producer
-    // warp, so no warp issues more than 16 bulk prefetches a tile; without it threads 0-63
-    const int prow = kWsL2Prefetch ? (pt >> 5) * 16 + (pt & 15) : pt;
-    const bool prow_on = kWsL2Prefetch ? (pt & 31) < 16 : pt < BN;
+    const int prow = ws_prep_row(pt);  // the row of each tile this thread preps
+    const bool prow_on = ws_preps(pt);
     // valid tile `it`'s full-tile index (what the speculative ids were loaded for)
     [[maybe_unused]] auto full_tile = [&](int it) { return it < vt.nt_m ? it : ntf_m + (it - vt.nt_m); };
     if (prow_on && tile_begin < tile_end) {
