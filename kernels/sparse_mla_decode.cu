@@ -2870,6 +2870,79 @@ __global__ void __launch_bounds__(128 * G, combine_min_blocks<B, G>()) sparse_ml
   DSPARKCTL_TL_COMBINE(2);
 }
 
+// -DDSPARKCTL_COMBINE_WARP_ROWS (session 26 candidate): calls of <= 4 splits combine a row per warp,
+// 4 rows a block, a lane owning 16 of the 512 dims (4 float4 a split, one L2 round trip for every
+// split at once). The block-per-row kernel above holds 12 rows an SM (128 threads x 40 registers a
+// row), so DSpark +512 T = 50 (3,200 rows, 2 splits) ran in ~2 waves behind the main kernel: its
+// combine ends ~5 us after the main kernel (v43 timeline). A warp row of S splits (the kernel is
+// instantiated per split count) needs 32 threads x ~16 S + 16 registers: 40 rows an SM at 2
+// splits. Same arithmetic per element, in the same order (split s weighs 2^(lse_s - max) from the
+// same butterflies; the accumulators ((a0 + a1) + a2) + a3, each w_s v_s or +0, the absent ones
+// added as +0 too), so the outputs are the other kernel's bit for bit.
+[[maybe_unused]] constexpr int kCombineWarpRowsMaxSplits = 4;
+template <int S>
+__global__ void __launch_bounds__(128) sparse_mla_combine_warp_kernel(const SparseMlaParams p, int num_splits) {
+  static_assert(S >= 2 && S <= kCombineWarpRowsMaxSplits, "2-4 splits (the launch passes S as num_splits)");
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  DSPARKCTL_TL_COMBINE(0);
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+  DSPARKCTL_TL_COMBINE(1);
+  const int64_t th = int64_t(blockIdx.x) * 4 + (threadIdx.x >> 5);
+  if (th >= int64_t(p.T) * p.H) return;  // a whole warp: the shuffles below stay full-warp
+  const int h = int(th % p.H);
+  const int lane = threadIdx.x & 31;
+  const float* lse_s = p.ws_lse + th * num_splits;
+  const float* src = p.ws_out + th * num_splits * kD + lane * 4;  // dims 4 lane + 128 k
+  float4 v[S][4];
+#pragma unroll
+  for (int s = 0; s < S; ++s)
+#pragma unroll
+    for (int k = 0; k < 4; ++k) v[s][k] = *reinterpret_cast<const float4*>(src + int64_t(s) * kD + k * 128);
+  const float l0 = lane < num_splits ? lse_s[lane] : -INFINITY;
+  const float l1 = -INFINITY;  // (splits 32-63: none here)
+  float mx = fmaxf(l0, l1);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  const bool empty = mx == -INFINITY;
+  const float e0 = l0 == -INFINITY ? 0.f : exp2f(l0 - mx);
+  const float e1 = 0.f;
+  float L = e0 + e1;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) L += __shfl_xor_sync(0xffffffffu, L, o);
+  // accumulator s holds w_s v_s (or 0 for a zero weight, never multiplied in)
+#pragma unroll
+  for (int s = 0; s < S; ++s) {
+    const float w = __shfl_sync(0xffffffffu, e0, s);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      float4& a = v[s][k];
+      float4 r = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (w != 0.f) {
+        r.x += w * a.x; r.y += w * a.y; r.z += w * a.z; r.w += w * a.w;
+      }
+      a = r;
+    }
+  }
+  const float lse_nat = empty ? -INFINITY : (mx + log2f(L)) * kLn2;
+  float f = empty ? 0.f : 1.f / L;
+  if (!empty && p.sink != nullptr) f *= 1.f / (1.f + expf(__ldg(p.sink + h) - lse_nat));
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    float4 o = v[0][k];
+#pragma unroll
+    for (int s = 1; s < kCombineWarpRowsMaxSplits; ++s) {
+      const float4 a = s < S ? v[s < S ? s : 0][k] : make_float4(0.f, 0.f, 0.f, 0.f);
+      o.x += a.x; o.y += a.y; o.z += a.z; o.w += a.w;
+    }
+    *reinterpret_cast<uint2*>(reinterpret_cast<__nv_bfloat16*>(p.out) + th * kD + lane * 4 + k * 128) =
+        make_uint2(pack_bf16(o.x * f, o.y * f), pack_bf16(o.z * f, o.w * f));
+  }
+  if (lane == 0) p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
+  DSPARKCTL_TL_COMBINE(2);
+}
+
 // ---------------------------------------------------------------- host side
 constexpr int kMaxDevices = 64;
 
@@ -3063,12 +3136,18 @@ using CombineKernel = void (*)(const SparseMlaParams, int);
 struct CombineShape {
   CombineKernel kernel;
   int groups;
+  int rows_per_block = 1;
 };
 
 // The combine for a call: groups only as many as keep the rows (T x H blocks) one wave,
 // the batch from the splits per group. Shapes and cached device attributes only (graph safe).
 CombineShape combine_shape(int device, int num_splits, int64_t rows) {
   const int64_t sms = device_info(device).sms;
+#ifdef DSPARKCTL_COMBINE_WARP_ROWS  // (not instantiated in other builds)
+  if (num_splits == 2) return {sparse_mla_combine_warp_kernel<2>, 1, 4};
+  if (num_splits == 3) return {sparse_mla_combine_warp_kernel<3>, 1, 4};
+  if (num_splits == 4) return {sparse_mla_combine_warp_kernel<4>, 1, 4};
+#endif
   // 33-40 splits (every T = 1 call with a 1024 extra cache: 36 tiles): one batch of 10 loads
   // per thread instead of a second L2 round trip for the last splits.
   if (num_splits > 32 && num_splits <= 40 && rows <= sms * combine_blocks_per_sm<10, 4>(device))
@@ -3162,7 +3241,7 @@ cudaError_t sparse_mla_decode_launch(const SparseMlaParams& p, const SparseMlaPl
   // edge): the combine's launch latency overlaps the main kernel's tail.
   const CombineShape cs = combine_shape(device, plan.num_splits, int64_t(p.T) * p.H);
   cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(unsigned(int64_t(p.T) * p.H));
+  cfg.gridDim = dim3(unsigned((int64_t(p.T) * p.H + cs.rows_per_block - 1) / cs.rows_per_block));
   cfg.blockDim = dim3(unsigned(128 * cs.groups));
   cfg.dynamicSmemBytes = 0;
   cfg.stream = stream;

@@ -136,8 +136,8 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     """PTX of the kernel source for sm_90a, sm_120a, a -DDSPARKCTL_NO_WGMMA Hopper build, the
     racecheck build of the warp-specialized kernel (-DDSPARKCTL_WS_RACECHECK_SYNC), v43's build
     without the L2 prefetch (-DDSPARKCTL_WS_L2_PREFETCH=0, the A/B baseline) and session 26's
-    candidates (-DDSPARKCTL_WS_LDG_RAW, -DDSPARKCTL_WS_SPEC_IDS), as {target: {kernel name: its
-    .entry body}}. PTX only (no ptxas): a few seconds per target."""
+    candidates (-DDSPARKCTL_WS_LDG_RAW, -DDSPARKCTL_WS_SPEC_IDS, -DDSPARKCTL_COMBINE_WARP_ROWS), as
+    {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
     if build.find_nvcc() is None:
         pytest.skip("nvcc not installed: cannot compile-check CUDA")
     tmp_path = tmp_path_factory.mktemp("ptx")
@@ -151,6 +151,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_90a_ws_no_pf": ["-arch=sm_90a", "-DDSPARKCTL_WS_L2_PREFETCH=0"],
         "sm_90a_ws_ldg": ["-arch=sm_90a", "-DDSPARKCTL_WS_LDG_RAW"],
         "sm_90a_ws_spec": ["-arch=sm_90a", "-DDSPARKCTL_WS_SPEC_IDS"],
+        "sm_90a_combine_warp": ["-arch=sm_90a", "-DDSPARKCTL_COMBINE_WARP_ROWS"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -164,7 +165,8 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         text = (tmp_path / f"{k}.ptx").read_text()
         res[k] = {}
         for part in re.split(r"^(?:\.visible )?\.entry ", text, flags=re.M)[1:]:
-            m = re.match(r"\S*?(sparse_mla_(?:decode|combine)_kernelILi\d+ELi\d+(?:ELi\d+)?E|sparse_mla_decode_ws_kernelILi\d+E)(Lb1E)?", part)
+            m = re.match(r"\S*?(sparse_mla_(?:decode|combine)_kernelILi\d+ELi\d+(?:ELi\d+)?E|sparse_mla_decode_ws_kernelILi\d+E"
+                         r"|sparse_mla_combine_warp_kernelILi\d+E)(Lb1E)?", part)
             assert m, part[:200]
             res[k][m[1] + ("+cluster" if m[2] else "")] = part  # v27's clustered instantiation
         assert len(res[k]) >= 10, (k, sorted(res[k]))
@@ -174,7 +176,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
 def _shipped_and_no_wgmma(kernel_ptx: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
     """The targets a plan can launch (the racecheck build and the candidates are pinned to sm_90a's
     PTX by their own tests)."""
-    return {k: v for k, v in kernel_ptx.items() if not k.startswith("sm_90a_ws_")}
+    return {k: v for k, v in kernel_ptx.items() if k in ("sm_90a", "sm_120a", "sm_90a_no_wgmma")}
 
 
 def test_wgmma_only_in_the_sm90a_64_candidate_tiles_of_32_and_64_heads(kernel_ptx: dict[str, dict[str, str]]) -> None:
@@ -338,6 +340,25 @@ def test_speculative_id_candidate_adds_two_id_loads_to_the_ws_kernels(kernel_ptx
     for name, ship, var in _ws_kernels_of(kernel_ptx, "sm_90a_ws_spec"):
         assert var.count("ld.global.nc.s32") == ship.count("ld.global.nc.s32") + 2, name
         assert var.index("griddepcontrol.wait") < var.index("ld.global.nc.s32"), name
+
+
+def test_warp_row_combine_candidate_only_adds_its_kernels(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """Session 26's candidate (-DDSPARKCTL_COMBINE_WARP_ROWS, off by default until its device runs):
+    calls of 2-4 splits combine a row per warp. The build adds one such kernel per split count and
+    changes no other kernel; each waits for the main grid once before any global access (it is
+    launched as that grid's programmatic dependent) and releases the next call's main kernel."""
+    ship, var = kernel_ptx["sm_90a"], kernel_ptx["sm_90a_combine_warp"]
+    added = sorted(set(var) - set(ship))
+    assert added == [f"sparse_mla_combine_warp_kernelILi{s}E" for s in (2, 3, 4)], added
+    # (PTX numbers basic-block labels per function, so the added functions renumber the others')
+    def norm(body: str) -> str:
+        return re.sub(r"\$L__BB\d+_", "$L__BB_", body)
+    assert not [n for n in ship if norm(var[n]) != norm(ship[n])]
+    access = re.compile(r"\b(?:ld|st)\.global")
+    for name in added:
+        body = var[name]
+        assert body.count("griddepcontrol.wait") == 1 and "griddepcontrol.launch_dependents" in body, name
+        assert not access.search(body[: body.index("griddepcontrol.wait")]), name
 
 
 def test_every_kernel_source_is_hashed_and_shipped() -> None:
