@@ -2758,6 +2758,41 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 // count, although T x H picks G).
 constexpr int kCombineAccs = 4;
 
+// Programmatic dependent launch: a combine grid may start before the main kernel ends; it waits
+// here until that kernel has completed and its partials are visible (no-op without PDL), then lets
+// the next call's main kernel (a programmatic dependent of this grid) be scheduled: its CTAs run
+// their parameter-only prologue under this combine and wait for it to finish.
+__device__ __forceinline__ void combine_grid_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  DSPARKCTL_TL_COMBINE(0);
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+  DSPARKCTL_TL_COMBINE(1);
+}
+// The split weights of a row, reduced by every warp itself, two split lse values per lane (<= 64
+// splits), by shuffles: the same butterfly order in every warp and for every T, so the result is
+// deterministic. e0 / e1: this lane's splits' weights 2^(lse - max) (0 for an empty split, lse -inf,
+// or one that underflows); L their sum over the splits; mx the largest lse (-inf: the row is empty).
+struct SplitWeights {
+  float mx, e0, e1, L;
+};
+__device__ __forceinline__ SplitWeights split_weights(const float* lse_s, int num_splits, int lane) {
+  static_assert(kMaxSplits <= 64, "two split lse values per lane");
+  const float l0 = lane < num_splits ? lse_s[lane] : -INFINITY;
+  const float l1 = lane + 32 < num_splits ? lse_s[lane + 32] : -INFINITY;
+  SplitWeights w;
+  w.mx = fmaxf(l0, l1);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) w.mx = fmaxf(w.mx, __shfl_xor_sync(0xffffffffu, w.mx, o));
+  w.e0 = l0 == -INFINITY ? 0.f : exp2f(l0 - w.mx);
+  w.e1 = l1 == -INFINITY ? 0.f : exp2f(l1 - w.mx);
+  w.L = w.e0 + w.e1;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) w.L += __shfl_xor_sync(0xffffffffu, w.L, o);
+  return w;
+}
+
 template <int B, int G>
 constexpr int combine_min_blocks() {
   return G > 1 ? 8 / G : (B <= 4 ? 12 : 8);
@@ -2769,16 +2804,7 @@ __global__ void __launch_bounds__(128 * G, combine_min_blocks<B, G>()) sparse_ml
   constexpr int R = kCombineAccs / G;  // accumulators per thread: k = g + m * G
   static_assert(B % R == 0, "a batch must cover whole rounds of this thread's accumulators");
   __shared__ float4 sAcc[G > 1 ? kCombineAccs : 1][128];
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  // Programmatic dependent launch: this grid may start before the main kernel ends; wait
-  // here until it has completed and its partials are visible (no-op without PDL).
-  DSPARKCTL_TL_COMBINE(0);
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  // The next call's main kernel (a programmatic dependent of this grid) may now be scheduled:
-  // its CTAs run their parameter-only prologue under this combine and wait for it to finish.
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-  DSPARKCTL_TL_COMBINE(1);
+  combine_grid_wait();
   const int64_t th = blockIdx.x;
   const int h = int(th % p.H);
   const int g = G == 1 ? 0 : int(threadIdx.x >> 7);
@@ -2797,21 +2823,9 @@ __global__ void __launch_bounds__(128 * G, combine_min_blocks<B, G>()) sparse_ml
     v[j] = make_float4(0.f, 0.f, 0.f, 0.f);
     if (s < num_splits) v[j] = *reinterpret_cast<const float4*>(src + int64_t(s) * kD);
   }
-  // Every warp reduces the split lse itself, two per lane (kMaxSplits <= 64), by shuffles:
-  // the same butterfly order in every warp and for every T, so the result is deterministic.
-  static_assert(kMaxSplits <= 64, "two split lse values per lane");
-  const float l0 = lane < num_splits ? lse_s[lane] : -INFINITY;
-  const float l1 = lane + 32 < num_splits ? lse_s[lane + 32] : -INFINITY;
-  float mx = fmaxf(l0, l1);
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  const SplitWeights sw = split_weights(lse_s, num_splits, lane);
+  const float mx = sw.mx, e0 = sw.e0, e1 = sw.e1, L = sw.L;
   const bool empty = mx == -INFINITY;
-  // weights 2^(lse - max); an empty split (lse -inf) or one that underflows weighs 0
-  const float e0 = l0 == -INFINITY ? 0.f : exp2f(l0 - mx);
-  const float e1 = l1 == -INFINITY ? 0.f : exp2f(l1 - mx);
-  float L = e0 + e1;
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) L += __shfl_xor_sync(0xffffffffu, L, o);
   float4 acc[R];
 #pragma unroll
   for (int m = 0; m < R; ++m) acc[m] = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -2883,12 +2897,7 @@ __global__ void __launch_bounds__(128 * G, combine_min_blocks<B, G>()) sparse_ml
 template <int S>
 __global__ void __launch_bounds__(128) sparse_mla_combine_warp_kernel(const SparseMlaParams p, int num_splits) {
   static_assert(S >= 2 && S <= kCombineWarpRowsMaxSplits, "2-4 splits (the launch passes S as num_splits)");
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  DSPARKCTL_TL_COMBINE(0);
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-  DSPARKCTL_TL_COMBINE(1);
+  combine_grid_wait();
   const int64_t th = int64_t(blockIdx.x) * 4 + (threadIdx.x >> 5);
   if (th >= int64_t(p.T) * p.H) return;  // a whole warp: the shuffles below stay full-warp
   const int h = int(th % p.H);
@@ -2900,17 +2909,9 @@ __global__ void __launch_bounds__(128) sparse_mla_combine_warp_kernel(const Spar
   for (int s = 0; s < S; ++s)
 #pragma unroll
     for (int k = 0; k < 4; ++k) v[s][k] = *reinterpret_cast<const float4*>(src + int64_t(s) * kD + k * 128);
-  const float l0 = lane < num_splits ? lse_s[lane] : -INFINITY;
-  const float l1 = -INFINITY;  // (splits 32-63: none here)
-  float mx = fmaxf(l0, l1);
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  const SplitWeights sw = split_weights(lse_s, num_splits, lane);
+  const float mx = sw.mx, e0 = sw.e0, L = sw.L;
   const bool empty = mx == -INFINITY;
-  const float e0 = l0 == -INFINITY ? 0.f : exp2f(l0 - mx);
-  const float e1 = 0.f;
-  float L = e0 + e1;
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) L += __shfl_xor_sync(0xffffffffu, L, o);
   // accumulator s holds w_s v_s (or 0 for a zero weight, never multiplied in)
 #pragma unroll
   for (int s = 0; s < S; ++s) {
