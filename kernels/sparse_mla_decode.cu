@@ -2889,8 +2889,8 @@ __global__ void __launch_bounds__(128 * G, combine_min_blocks<B, G>()) sparse_ml
 // split at once). The block-per-row kernel above holds 12 rows an SM (128 threads x 40 registers a
 // row), so DSpark +512 T = 50 (3,200 rows, 2 splits) ran in ~2 waves behind the main kernel: its
 // combine ends ~5 us after the main kernel (v43 timeline). A warp row of S splits (the kernel is
-// instantiated per split count) needs 32 threads x ~16 S + 16 registers: 40 rows an SM at 2
-// splits. Same arithmetic per element, in the same order (split s weighs 2^(lse_s - max) from the
+// instantiated per split count) needs 32 threads x 48 / 64 / 80 registers at S = 2 / 3 / 4 (ptxas,
+// sm_90a): 40 / 32 / 24 rows an SM. Same arithmetic per element, in the same order (split s weighs 2^(lse_s - max) from the
 // same butterflies; the accumulators ((a0 + a1) + a2) + a3, each w_s v_s or +0, the absent ones
 // added as +0 too), so the outputs are the other kernel's bit for bit.
 [[maybe_unused]] constexpr int kCombineWarpRowsMaxSplits = 4;
