@@ -1943,29 +1943,6 @@ static_assert(kWsCopyLanes * 4 >= 64 && kWsCopyLanes <= 32, "the 4 producer warp
 #endif
 static_assert(DSPARKCTL_WS_L2_PREFETCH == 0 || DSPARKCTL_WS_L2_PREFETCH == 1, "on or off");
 [[maybe_unused]] constexpr bool kWsL2Prefetch = DSPARKCTL_WS_L2_PREFETCH == 1;
-// -DDSPARKCTL_WS_LDG_RAW (session 26 candidate, 16-byte path): the producer loads each tile's rows
-// from global memory (L2, where its bulk prefetch, issued one producer iteration before, put them)
-// straight into the registers its conversion reads, one tile ahead, instead of bulk copies into the
-// KV buffer and shared-memory reads back. That takes warpgroup 1's copy issue (~1,430 cycles a tile in v43,
-// on its critical loop), the raw reads (~880 a tile) and 72 KB a tile of shared-memory traffic
-// (36 KB written by the copies, 36 KB read back) off the ring; the producer waits for a buffer
-// to be free before converting into it (v36's empty barrier), not before copying into it. v31's
-// first form loaded into registers right before converting and waited a gather latency a tile.
-#ifdef DSPARKCTL_WS_LDG_RAW
-[[maybe_unused]] constexpr bool kWsLdgRawOn = true;
-#else
-[[maybe_unused]] constexpr bool kWsLdgRawOn = false;
-#endif
-// -DDSPARKCTL_WS_SPEC_IDS (session 26 candidate): the producer's raw ids of full tiles sb and sb + 1
-// are loaded beside the lengths, as the main kernel's (v4), and used when the split's first valid
-// tiles are those full tiles. The WS producer loaded tile 0's ids only once the lengths had given
-// the tile range, and tile 1's only in tile 0's prep, once tile 0's had landed: two global-memory
-// round trips in series before the first copies.
-#ifdef DSPARKCTL_WS_SPEC_IDS
-[[maybe_unused]] constexpr bool kWsSpecIds = true;
-#else
-[[maybe_unused]] constexpr bool kWsSpecIds = false;
-#endif
 // The row of each tile producer thread `pt` preps (offsets, valid flag, scale bytes, L2 prefetch):
 // with the bulk L2 prefetch lanes 0-15 of each producer warp, so no warp issues more than 16 bulk
 // prefetches a tile; without it threads 0-63.
@@ -2082,8 +2059,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 #if DSPARKCTL_WGMMA
   using W = WsCfg;
   constexpr int M = W::M, BN = W::BN;
-  constexpr bool kWsLdg = kWsLdgRawOn && VEC == 16;
-  constexpr bool kWsConsumerCopies = kWsConsumerCopiesOn && VEC == 16 && !kWsLdg;
+  constexpr bool kWsConsumerCopies = kWsConsumerCopiesOn && VEC == 16;
   DSPARKCTL_WS_TL_T0
   extern __shared__ __align__(1024) uint8_t smem[];
   __nv_bfloat16* sQ = reinterpret_cast<__nv_bfloat16*>(smem + W::OFF_Q);
@@ -2134,12 +2110,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const int sb = int((int64_t(ntf) * split) / num_splits);
   const int se = int((int64_t(ntf) * (split + 1)) / num_splits);
   asm volatile("griddepcontrol.wait;" ::: "memory");  // v23: no global access before this
-  // (-DDSPARKCTL_WS_SPEC_IDS) the producer's prep rows' raw ids of full tiles sb and sb + 1, in
-  // flight with the lengths (positions bounded by topk: inside the tensor)
-  [[maybe_unused]] int32_t spec_id[2] = {-1, -1};
-  if constexpr (kWsSpecIds) {
-    if (warp >= 8 && ws_preps(tid - 256)) load_spec_ids<BN>(p, t, sb, se, ntf_m, ws_prep_row(tid - 256), spec_id);
-  }
   const ValidTiles<BN> vt(p, t, ntf_m, sb, se);
   const int tile_begin = vt.begin;
   const int tile_end = vt.end;
@@ -2178,8 +2148,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     // main kernel's copy, zero-fill for invalid candidates), rope bytes straight to their place,
     // each 64-dim nope block's FP8 bytes into the second half of that block's 8 KB (candidate
     // c's 64 bytes at 4 KB + 64 c), all issued here. (v31's first forms loaded into registers:
-    // one tile in flight, a gather latency per tile.) -DDSPARKCTL_WS_LDG_RAW (a candidate, below):
-    // no copies; the producer loads each tile's rows into registers one tile ahead.
+    // one tile in flight, a gather latency per tile; session 26's register loads one tile ahead,
+    // bench/results/kernel_h200_v44_ldg/, were slower.)
     setmaxnreg_dec<W::REGS_PRODUCER>();
     DSPARKCTL_WS_TL_DECL
     const int pt = tid - 256;
@@ -2190,15 +2160,10 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     int32_t id_next = -1;
     const int prow = ws_prep_row(pt);  // the row of each tile this thread preps
     const bool prow_on = ws_preps(pt);
-    // valid tile `it`'s full-tile index (what the speculative ids were loaded for)
-    [[maybe_unused]] auto full_tile = [&](int it) { return it < vt.nt_m ? it : ntf_m + (it - vt.nt_m); };
     if (prow_on && tile_begin < tile_end) {
       const SparseMlaCache* c; int pos0, len;
       tile_src(tile_begin, c, pos0, len);
-      if (kWsSpecIds && full_tile(tile_begin) == sb)
-        id_next = pos0 + prow < len ? spec_id[0] : -1;
-      else
-        id_next = load_id(*c, t, pos0 + prow, len);
+      id_next = load_id(*c, t, pos0 + prow, len);
     }
     // the next tile's id load, tile `it`'s row offsets, valid flags and scale-byte copies (one
     // cp.async group a tile)
@@ -2223,10 +2188,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         if (it + 1 < tile_end) {
           const SparseMlaCache* c1; int q0, l1;
           tile_src(it + 1, c1, q0, l1);
-          if (kWsSpecIds && it == tile_begin && full_tile(it + 1) == sb + 1)
-            id_next = q0 + prow < l1 ? spec_id[1] : -1;
-          else
-            id_next = load_id(*c1, t, q0 + prow, l1);
+          id_next = load_id(*c1, t, q0 + prow, l1);
         }
       }
       cp_async_commit();
@@ -2370,60 +2332,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       store_tile(b, q, sKV, raw, rope);
       DSPARKCTL_WS_TL(3);  // converted, stored, published
     };
-    if constexpr (kWsLdg) {
-      // (-DDSPARKCTL_WS_LDG_RAW) tile `it`'s rows into this thread's conversion registers: the
-      // same units as the raw reads of the copy path (nope block i, candidate pc % 128 / 2, half
-      // pc % 2; rope piece pc % 8 of candidates pc / 8 + 16 i), zeros for invalid rows
-      uint4 raw[UPT][2];
-      uint4 rope[BN * 8 / 128];
-      auto load_tile = [&](int it) {
-        const int q = (it - tile_begin) & (W::kSlots - 1);
-        const SparseMlaCache* c; int pos0, len;
-        tile_src(it, c, pos0, len);
-        const int pc = tid_fresh() - 256;
-        const int64_t off = sOffP[q * BN + ((pc & 127) >> 1)];
-        const uint4* src = reinterpret_cast<const uint4*>(c->base + (off >= 0 ? off : 0) + (pc & 1) * 32);
-        const uint4 z = make_uint4(0, 0, 0, 0);
-#pragma unroll
-        for (int i = 0; i < UPT; ++i) {
-          raw[i][0] = off >= 0 ? __ldg(src + i * 4) : z;
-          raw[i][1] = off >= 0 ? __ldg(src + i * 4 + 1) : z;
-        }
-#pragma unroll
-        for (int i = 0; i < BN * 8 / 128; ++i) {
-          const int r = pc + i * 128;
-          const int64_t ro = sOffP[q * BN + (r >> 3)];
-          rope[i] = ro >= 0 ? __ldg(reinterpret_cast<const uint4*>(c->base + (ro >= 0 ? ro : 0) + kDN + (r & 7) * 16)) : z;
-        }
-      };
-      if (tile_begin < tile_end) prep(tile_begin, false);
-      if (tile_begin + 1 < tile_end) prep(tile_begin + 1, true);
-      nbar_sync(kWsProducer, kWsProducerThreads);  // tile 0's row offsets
-      if (tile_begin < tile_end) load_tile(tile_begin);
-      DSPARKCTL_WS_TL(0);  // first loads issued
-      for (int it = tile_begin; it < tile_end; ++it) {
-        const int j = it - tile_begin, b = j & 1, q = j & (W::kSlots - 1);
-        // this tile's scale bytes: its group and every older one (tile it + 1's may fly)
-        if (it + 1 < tile_end)
-          cp_async_wait_one();
-        else
-          cp_async_wait_all();
-        nbar_sync(kWsProducer, kWsProducerThreads);  // every thread's scale bytes of the tile
-        DSPARKCTL_WS_TL(1);                          // scales landed
-        tile_max(b, q);
-        if (j >= 2) mbar_wait(&empty[b], uint32_t((j >> 1) - 1) & 1u);  // tile j - 2 is done with the buffer
-        nbar_sync(kWsProducer, kWsProducerThreads);  // the tile max
-        DSPARKCTL_WS_TL(2);                          // buffer free
-        store_tile(b, q, kv_tile(b), raw, rope);
-        DSPARKCTL_WS_TL(3);  // converted, stored, published
-        if (it + 1 < tile_end) load_tile(it + 1);
-        DSPARKCTL_WS_TL(5);  // next loads issued
-        // tile it + 2's slots (offsets, valid flags, scale bytes) are tile it - 2's: written only
-        // now that the consumers are done with that tile (the empty wait above), as the copy
-        // path's producer does after converting tile it
-        if (it + 2 < tile_end) prep(it + 2, true);
-      }
-    } else if constexpr (kWsConsumerCopies) {
+    if constexpr (kWsConsumerCopies) {
       // v37: the producer copies tiles 0 and 1 (both buffers start free); tile j >= 2 is copied by
       // warpgroup 1 as soon as the consumers free its buffer (tile j - 2), from the offsets the
       // producer posts on offs[] right after converting tile j - 2. So no copy issue (~2,000
@@ -2884,15 +2793,22 @@ __global__ void __launch_bounds__(128 * G, combine_min_blocks<B, G>()) sparse_ml
   DSPARKCTL_TL_COMBINE(2);
 }
 
-// -DDSPARKCTL_COMBINE_WARP_ROWS (session 26 candidate): calls of <= 4 splits combine a row per warp,
-// 4 rows a block, a lane owning 16 of the 512 dims (4 float4 a split, one L2 round trip for every
-// split at once). The block-per-row kernel above holds 12 rows an SM (128 threads x 40 registers a
-// row), so DSpark +512 T = 50 (3,200 rows, 2 splits) ran in ~2 waves behind the main kernel: its
-// combine ends ~5 us after the main kernel (v43 timeline). A warp row of S splits (the kernel is
-// instantiated per split count) needs 32 threads x 48 / 64 / 80 registers at S = 2 / 3 / 4 (ptxas,
-// sm_90a): 40 / 32 / 24 rows an SM. Same arithmetic per element, in the same order (split s weighs 2^(lse_s - max) from the
-// same butterflies; the accumulators ((a0 + a1) + a2) + a3, each w_s v_s or +0, the absent ones
-// added as +0 too), so the outputs are the other kernel's bit for bit.
+// v44: calls of 2-4 splits combine a row per warp, 4 rows a block, a lane owning 16 of the 512
+// dims (4 float4 a split, one L2 round trip for every split at once). The block-per-row kernel
+// above holds 12 rows an SM (128 threads x 40 registers a row), so DSpark +512 T = 50 (3,200 rows,
+// 2 splits) ran in ~2 waves behind the main kernel: its combine ended ~5 us after the main kernel
+// (v43 timeline). A warp row of S splits (the kernel is instantiated per split count) needs 32
+// threads x 48 / 64 / 80 registers at S = 2 / 3 / 4 (ptxas, sm_90a): 40 / 32 / 24 rows an SM.
+// Same arithmetic per element, in the same order (split s weighs 2^(lse_s - max) from the same
+// butterflies; the accumulators ((a0 + a1) + a2) + a3, each w_s v_s or +0, the absent ones added
+// as +0 too), so the outputs are the other kernel's bit for bit (46 of 46 bench cases, session 27).
+// Session 27's A/B (bench/results/kernel_h200_v44_ldg/run2/): -1.2 to -2.1 us on the 2-split rows
+// (DSpark +512 T = 50, 64 / 128 heads T = 32 / 64), -0.56 us on DSpark T = 10 (3 splits).
+// -DDSPARKCTL_COMBINE_WARP_ROWS=0 builds without it (for A/Bs).
+#ifndef DSPARKCTL_COMBINE_WARP_ROWS
+#define DSPARKCTL_COMBINE_WARP_ROWS 1
+#endif
+static_assert(DSPARKCTL_COMBINE_WARP_ROWS == 0 || DSPARKCTL_COMBINE_WARP_ROWS == 1, "on or off");
 [[maybe_unused]] constexpr int kCombineWarpRowsMaxSplits = 4;
 template <int S>
 __global__ void __launch_bounds__(128) sparse_mla_combine_warp_kernel(const SparseMlaParams p, int num_splits) {
@@ -3144,7 +3060,7 @@ struct CombineShape {
 // the batch from the splits per group. Shapes and cached device attributes only (graph safe).
 CombineShape combine_shape(int device, int num_splits, int64_t rows) {
   const int64_t sms = device_info(device).sms;
-#ifdef DSPARKCTL_COMBINE_WARP_ROWS  // (not instantiated in other builds)
+#if DSPARKCTL_COMBINE_WARP_ROWS  // (-DDSPARKCTL_COMBINE_WARP_ROWS=0: not instantiated)
   if (num_splits == 2) return {sparse_mla_combine_warp_kernel<2>, 1, 4};
   if (num_splits == 3) return {sparse_mla_combine_warp_kernel<3>, 1, 4};
   if (num_splits == 4) return {sparse_mla_combine_warp_kernel<4>, 1, 4};

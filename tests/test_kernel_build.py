@@ -135,8 +135,8 @@ def test_sm120_register_budget_build_on_hopper(tmp_path: Path) -> None:
 def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str]]:
     """PTX of the kernel source for sm_90a, sm_120a, a -DDSPARKCTL_NO_WGMMA Hopper build, the
     racecheck build of the warp-specialized kernel (-DDSPARKCTL_WS_RACECHECK_SYNC), v43's build
-    without the L2 prefetch (-DDSPARKCTL_WS_L2_PREFETCH=0, the A/B baseline) and session 26's
-    candidates (-DDSPARKCTL_WS_LDG_RAW, -DDSPARKCTL_WS_SPEC_IDS, -DDSPARKCTL_COMBINE_WARP_ROWS), as
+    without the L2 prefetch (-DDSPARKCTL_WS_L2_PREFETCH=0, the A/B baseline) and v44's build
+    without the warp-row combine (-DDSPARKCTL_COMBINE_WARP_ROWS=0), as
     {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
     if build.find_nvcc() is None:
         pytest.skip("nvcc not installed: cannot compile-check CUDA")
@@ -149,9 +149,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_90a_no_wgmma": ["-arch=sm_90a", "-DDSPARKCTL_NO_WGMMA"],
         "sm_90a_ws_racecheck_sync": ["-arch=sm_90a", "-DDSPARKCTL_WS_RACECHECK_SYNC"],
         "sm_90a_ws_no_pf": ["-arch=sm_90a", "-DDSPARKCTL_WS_L2_PREFETCH=0"],
-        "sm_90a_ws_ldg": ["-arch=sm_90a", "-DDSPARKCTL_WS_LDG_RAW"],
-        "sm_90a_ws_spec": ["-arch=sm_90a", "-DDSPARKCTL_WS_SPEC_IDS"],
-        "sm_90a_combine_warp": ["-arch=sm_90a", "-DDSPARKCTL_COMBINE_WARP_ROWS"],
+        "sm_90a_combine_block": ["-arch=sm_90a", "-DDSPARKCTL_COMBINE_WARP_ROWS=0"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -316,47 +314,25 @@ def test_only_the_16_byte_ws_kernel_prefetches_into_l2(kernel_ptx: dict[str, dic
         assert not [n for n, b in kernel_ptx[k].items() if "prefetch" in b], k
 
 
-def test_register_load_candidate_drops_only_the_16_byte_ws_copies(kernel_ptx: dict[str, dict[str, str]]) -> None:
-    """Session 26's candidate (-DDSPARKCTL_WS_LDG_RAW, off by default until its device runs): the
-    16-byte warp-specialized producer loads each tile's rows from global memory into its registers,
-    so that kernel has no bulk copy into shared memory left but keeps the L2 prefetch, the
-    producer's scale-byte cp.async and the empty barrier's waits; the 8-byte one (cp.async path)
-    and every other kernel are the shipped PTX."""
-    pairs = {name: (ship, var) for name, ship, var in _ws_kernels_of(kernel_ptx, "sm_90a_ws_ldg")}
-    ship8, var8 = pairs["sparse_mla_decode_ws_kernelILi8E"]
-    assert var8 == ship8
-    ship16, var16 = pairs["sparse_mla_decode_ws_kernelILi16E"]
-    bulk = "cp.async.bulk.shared::cluster.global"
-    assert bulk in ship16 and bulk not in var16
-    assert "cp.async.bulk.prefetch.L2.global" in var16 and "cp.async.ca.shared.global" in var16
-    assert var16.count("ld.global.nc.v4") > ship16.count("ld.global.nc.v4")
-
-
-def test_speculative_id_candidate_adds_two_id_loads_to_the_ws_kernels(kernel_ptx: dict[str, dict[str, str]]) -> None:
-    """Session 26's candidate (-DDSPARKCTL_WS_SPEC_IDS, off by default until its device runs): the
-    warp-specialized producer loads its rows' ids of the split's first two full tiles beside the
-    lengths (two more 32-bit index loads in each WS kernel, both after the grid-dependency wait);
-    every other kernel is the shipped PTX."""
-    for name, ship, var in _ws_kernels_of(kernel_ptx, "sm_90a_ws_spec"):
-        assert var.count("ld.global.nc.s32") == ship.count("ld.global.nc.s32") + 2, name
-        assert var.index("griddepcontrol.wait") < var.index("ld.global.nc.s32"), name
-
-
-def test_warp_row_combine_candidate_only_adds_its_kernels(kernel_ptx: dict[str, dict[str, str]]) -> None:
-    """Session 26's candidate (-DDSPARKCTL_COMBINE_WARP_ROWS, off by default until its device runs):
-    calls of 2-4 splits combine a row per warp. The build adds one such kernel per split count and
-    changes no other kernel; each waits for the main grid once before any global access (it is
-    launched as that grid's programmatic dependent) and releases the next call's main kernel."""
-    ship, var = kernel_ptx["sm_90a"], kernel_ptx["sm_90a_combine_warp"]
-    added = sorted(set(var) - set(ship))
-    assert added == [f"sparse_mla_combine_warp_kernelILi{s}E" for s in (2, 3, 4)], added
+def test_warp_row_combines_are_the_only_kernels_the_block_row_build_lacks(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """v44 (bench/results/kernel_h200_v44_ldg/run2/): calls of 2-4 splits combine a row per warp.
+    Their kernels (one per split count) are the only difference from the A/B build without them
+    (-DDSPARKCTL_COMBINE_WARP_ROWS=0), on every shipped target; each waits for the main grid once
+    before any global access (it is launched as that grid's programmatic dependent) and releases
+    the next call's main kernel."""
+    block = kernel_ptx["sm_90a_combine_block"]
+    warp_rows = [f"sparse_mla_combine_warp_kernelILi{s}E" for s in (2, 3, 4)]
+    for k in ("sm_90a", "sm_120a", "sm_90a_no_wgmma"):
+        assert sorted(n for n in kernel_ptx[k] if "combine_warp" in n) == warp_rows, k
+    ship = kernel_ptx["sm_90a"]
+    assert sorted(set(ship) - set(block)) == warp_rows and not set(block) - set(ship)
     # (PTX numbers basic-block labels per function, so the added functions renumber the others')
     def norm(body: str) -> str:
         return re.sub(r"\$L__BB\d+_", "$L__BB_", body)
-    assert not [n for n in ship if norm(var[n]) != norm(ship[n])]
+    assert not [n for n in block if norm(ship[n]) != norm(block[n])]
     access = re.compile(r"\b(?:ld|st)\.global")
-    for name in added:
-        body = var[name]
+    for name in warp_rows:
+        body = ship[name]
         assert body.count("griddepcontrol.wait") == 1 and "griddepcontrol.launch_dependents" in body, name
         assert not access.search(body[: body.index("griddepcontrol.wait")]), name
 
