@@ -880,10 +880,12 @@ __device__ __forceinline__ float out_factor(bool empty, float l, float lse_nat, 
 // A finished output row (head h of token t, running max m in base 2 and sum l): its lse is
 // written by `writer` (the final lse with one split, the base-2 partial lse otherwise) and the
 // factor its O row is scaled by returned (0 for an empty row).
+// The base-2 lse of a row's running max m and sum l (-inf for an empty row).
+__device__ __forceinline__ float row_lse2(float m, float l) { return m == -INFINITY ? -INFINITY : m + __log2f(l); }
 __device__ __forceinline__ float finish_row(const SparseMlaParams& p, int t, int h, int split, int num_splits,
                                             float m, float l, bool writer) {
   const bool empty = m == -INFINITY;
-  const float lse2 = empty ? -INFINITY : m + __log2f(l);
+  const float lse2 = row_lse2(m, l);
   const int64_t th = int64_t(t) * p.H + h;
   float f;
   if (num_splits == 1) {
@@ -1949,6 +1951,45 @@ static_assert(DSPARKCTL_WS_L2_PREFETCH == 0 || DSPARKCTL_WS_L2_PREFETCH == 1, "o
 [[maybe_unused]] __device__ __forceinline__ int ws_prep_row(int pt) { return kWsL2Prefetch ? (pt >> 5) * 16 + (pt & 15) : pt; }
 [[maybe_unused]] __device__ __forceinline__ bool ws_preps(int pt) { return kWsL2Prefetch ? (pt & 31) < 16 : pt < 64; }
 enum WsBarrier : int { kWsPReady = 1, kWsPFree = 2, kWsProducer = 3, kWsConsumers = 4 };
+// -DDSPARKCTL_WS_CLUSTER_COMBINE (session 27 candidate): a 2-split WS call runs the two splits of a
+// (token, head block) as one 2-CTA cluster and combines them in the epilogue, over distributed
+// shared memory: each CTA stages its fp32 partial rows and their lse as before, then combines half
+// of the 64 rows (its own staged half and the peer's) into the bf16 output and the final lse. No
+// fp32 partials to global memory and back, and no combine launch: at DSpark +512 T = 50 the
+// combine still ends ~4.6 us after the main kernel (v44's timeline), bound by reading 3,200 rows x
+// 2 splits x 2 KB of partials from L2 (ncu: 30% L2 throughput, long-scoreboard stalls). The
+// weights and sums are the combine kernels' (same operations, same order), so the outputs should
+// be theirs bit for bit.
+#ifndef DSPARKCTL_WS_CLUSTER_COMBINE
+#define DSPARKCTL_WS_CLUSTER_COMBINE 0
+#endif
+static_assert(DSPARKCTL_WS_CLUSTER_COMBINE == 0 || DSPARKCTL_WS_CLUSTER_COMBINE == 1, "on or off");
+[[maybe_unused]] constexpr bool kWsClusterCombine = DSPARKCTL_WS_CLUSTER_COMBINE == 1;
+// A cluster-wide rendezvous of every thread of both CTAs (release / acquire: the staged rows are
+// visible to the peer after it), and a 16-byte load from the peer CTA's shared memory.
+[[maybe_unused]] __device__ __forceinline__ void ws_cluster_sync() {
+#if DSPARKCTL_WGMMA
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+#endif
+}
+[[maybe_unused]] __device__ __forceinline__ float4 ld_peer_v4(const float* local, uint32_t rank) {
+  float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+#if DSPARKCTL_WGMMA
+  uint32_t a;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(a) : "r"(smem_u32(local)), "r"(rank));
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(a) : "memory");
+#endif
+  return v;
+}
+[[maybe_unused]] __device__ __forceinline__ float ld_peer_f32(const float* local, uint32_t rank) {
+  float v = 0.f;
+#if DSPARKCTL_WGMMA
+  uint32_t a;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(a) : "r"(smem_u32(local)), "r"(rank));
+  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(a) : "memory");
+#endif
+  return v;
+}
 struct WsCfg {
   static constexpr int M = 64, BN = 64;
   // setmaxnreg budgets per warpgroup. They move registers within the CTA's own pool, which is
@@ -1977,7 +2018,8 @@ struct WsCfg {
   static constexpr int OFF_POFF = OFF_PMAX + 32;                // int64 [kSlots][BN]: row offsets (-1 invalid)
   static constexpr int OFF_PSCL = OFF_POFF + kSlots * BN * 8;   // uint8 [kSlots][BN][8]: scale bytes
   static constexpr int OFF_BAR = OFF_PSCL + kSlots * BN * 8;    // uint64 full[2], empty[2], raw[2], offs[2]
-  static constexpr int SMEM = OFF_BAR + 64;
+  static constexpr int OFF_LSE2 = OFF_BAR + 64;  // float [M]: the rows' partial lse (cluster combine)
+  static constexpr int SMEM = OFF_LSE2 + (kWsClusterCombine ? M * 4 : 0);
   static_assert(SMEM <= 227 * 1024, "fits the opt-in shared memory of a Hopper CTA");
   static_assert(OFF_KV % 1024 == 0 && OFF_P16 % 1024 == 0 && OFF_PHI % 1024 == 0 && OFF_PLO % 1024 == 0, "wgmma operands");
   static_assert(M * kORow * 4 <= OFF_P16, "the epilogue stages the fp32 rows over Q and the KV tiles");
@@ -2010,6 +2052,59 @@ __device__ __forceinline__ void ws_write_rows(const SparseMlaParams& p, const fl
           *reinterpret_cast<const float4*>(sOut + r * kORow + c4 * 4);
     }
   }
+}
+
+// (-DDSPARKCTL_WS_CLUSTER_COMBINE) rows [M/2 split, M/2 (split + 1)) of the (token, head block)
+// from this CTA's and the peer's staged rows, by `n` threads (8 dims each): the combine kernels'
+// arithmetic for 2 splits (weights 2^(lse_s - max), zero weights never multiplied in, the sum
+// ((a0 + a1) + 0) + 0, then 1/L and the sink gate), bf16 rows and the final lse out.
+template <int M, int N>
+__device__ __forceinline__ void ws_cluster_combine(const SparseMlaParams& p, const float* sOut, const float* sLse2,
+                                                   int t, int h0, int split, int tid) {
+  ws_cluster_sync();  // both CTAs' rows and lse staged
+  const uint32_t peer = uint32_t(split) ^ 1u;  // cluster (1, 2, 1): rank = blockIdx.y = split
+  const int c8 = tid % 64;
+#pragma unroll 4
+  for (int r = (M / 2) * split + tid / 64; r < (M / 2) * (split + 1); r += N / 64) {
+    const int h = h0 + r;
+    if (h >= p.H) break;
+    const float own_l = sLse2[r], peer_l = ld_peer_f32(sLse2 + r, peer);
+    const float* row = sOut + r * kORow + c8 * 8;
+    const float4 o0 = *reinterpret_cast<const float4*>(row), o1 = *reinterpret_cast<const float4*>(row + 4);
+    const float4 q0 = ld_peer_v4(row, peer), q1 = ld_peer_v4(row + 4, peer);
+    const float l0 = split == 0 ? own_l : peer_l, l1 = split == 0 ? peer_l : own_l;
+    float v0[8] = {o0.x, o0.y, o0.z, o0.w, o1.x, o1.y, o1.z, o1.w};
+    float v1[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+    if (split != 0) {
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        const float x = v0[k];
+        v0[k] = v1[k];
+        v1[k] = x;
+      }
+    }
+    const float mx = fmaxf(l0, l1);
+    const float e0 = l0 == -INFINITY ? 0.f : exp2f(l0 - mx);
+    const float e1 = l1 == -INFINITY ? 0.f : exp2f(l1 - mx);
+    const float L = e0 + e1;
+    const bool empty = mx == -INFINITY;
+    const float lse_nat = empty ? -INFINITY : (mx + log2f(L)) * kLn2;
+    float f = empty ? 0.f : 1.f / L;
+    if (!empty && p.sink != nullptr) f *= 1.f / (1.f + expf(__ldg(p.sink + h) - lse_nat));
+    float o[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const float a0 = e0 != 0.f ? __fmaf_rn(e0, v0[k], 0.f) : 0.f;
+      const float a1 = e1 != 0.f ? __fmaf_rn(e1, v1[k], 0.f) : 0.f;
+      o[k] = __fadd_rn(__fadd_rn(__fadd_rn(a0, a1), 0.f), 0.f);
+    }
+    const int64_t th = int64_t(t) * p.H + h;
+    *reinterpret_cast<uint4*>(reinterpret_cast<__nv_bfloat16*>(p.out) + th * kD + c8 * 8) =
+        make_uint4(pack_bf16(o[0] * f, o[1] * f), pack_bf16(o[2] * f, o[3] * f), pack_bf16(o[4] * f, o[5] * f),
+                   pack_bf16(o[6] * f, o[7] * f));
+    if (c8 == 0) p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
+  }
+  ws_cluster_sync();  // the peer has read this CTA's rows
 }
 
 // One k-step of the WS kernel's S over all 64 candidates: D[64 x 64] += Q[64 x 16] . K[64 x 16]^T,
@@ -2369,6 +2464,12 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     // id of their own; whole-CTA barriers leave nothing to model)
     cta_sync_divergent();
     cta_sync_divergent();
+    if constexpr (kWsClusterCombine) {
+      if (num_splits == 2) {  // the consumers' two cluster rendezvous (ws_cluster_combine)
+        ws_cluster_sync();
+        ws_cluster_sync();
+      }
+    }
     return;
   }
 
@@ -2574,6 +2675,9 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       const int row = wl * 16 + (lane >> 2) + 8 * i;
       const float f = finish_row(p, t, h0 + row, split, num_splits, m_run[i], l_run[i], (lane & 3) == 0);
       if ((lane & 3) == 0) sFact[row] = f;
+      if constexpr (kWsClusterCombine) {
+        if ((lane & 3) == 0) reinterpret_cast<float*>(smem + W::OFF_LSE2)[row] = row_lse2(m_run[i], l_run[i]);
+      }
     }
     DSPARKCTL_WS_TL(6);  // rows finished
     DSPARKCTL_WS_TL_STORE(tid == 0, 4, 7)
@@ -2633,7 +2737,10 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   // ---- epilogue: the staged rows to global memory
   DSPARKCTL_WS_TL_ABS(22);
   cta_sync_divergent();
-  ws_write_rows<M, kCT>(p, sOut, t, h0, split, num_splits, tid);
+  if (kWsClusterCombine && num_splits == 2)
+    ws_cluster_combine<M, kCT>(p, sOut, reinterpret_cast<const float*>(smem + W::OFF_LSE2), t, h0, split, tid);
+  else
+    ws_write_rows<M, kCT>(p, sOut, t, h0, split, num_splits, tid);
   DSPARKCTL_WS_TL_ABS(23);
 #ifdef DSPARKCTL_TIMELINE
   if (tid == 0 && blockIdx.y * gridDim.x + blockIdx.x < kTlMaxCtas) {
@@ -3000,6 +3107,13 @@ cudaError_t launch_main(const SparseMlaParams& p, const SparseMlaPlan& plan, int
     attr[1].val.clusterDim.z = 1;
     cfg.numAttrs = 2;
   }
+  if (kWsClusterCombine && plan.warp_specialized && plan.num_splits == 2) {  // the two splits as a cluster
+    attr[1].id = cudaLaunchAttributeClusterDimension;
+    attr[1].val.clusterDim.x = 1;
+    attr[1].val.clusterDim.y = 2;
+    attr[1].val.clusterDim.z = 1;
+    cfg.numAttrs = 2;
+  }
   e = cudaLaunchKernelEx(&cfg, kernel, p, plan.num_splits, head_blocks);
   if (e != cudaSuccess) return e;
   return cudaGetLastError();
@@ -3154,6 +3268,7 @@ cudaError_t sparse_mla_decode_launch(const SparseMlaParams& p, const SparseMlaPl
   e = vec16 ? dispatch<16>(p, plan, head_blocks, smem_min, stream)
             : dispatch<8>(p, plan, head_blocks, smem_min, stream);
   if (e != cudaSuccess || plan.num_splits == 1) return e;
+  if (kWsClusterCombine && plan.warp_specialized && plan.num_splits == 2) return e;  // combined in the main kernel
   // Programmatic dependent launch (sm_90+, captured into CUDA graphs as a programmatic
   // edge): the combine's launch latency overlaps the main kernel's tail.
   const CombineShape cs = combine_shape(device, plan.num_splits, int64_t(p.T) * p.H);

@@ -136,7 +136,8 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     """PTX of the kernel source for sm_90a, sm_120a, a -DDSPARKCTL_NO_WGMMA Hopper build, the
     racecheck build of the warp-specialized kernel (-DDSPARKCTL_WS_RACECHECK_SYNC), v43's build
     without the L2 prefetch (-DDSPARKCTL_WS_L2_PREFETCH=0, the A/B baseline) and v44's build
-    without the warp-row combine (-DDSPARKCTL_COMBINE_WARP_ROWS=0), as
+    without the warp-row combine (-DDSPARKCTL_COMBINE_WARP_ROWS=0) and session 27's candidate
+    (-DDSPARKCTL_WS_CLUSTER_COMBINE=1), as
     {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
     if build.find_nvcc() is None:
         pytest.skip("nvcc not installed: cannot compile-check CUDA")
@@ -150,6 +151,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_90a_ws_racecheck_sync": ["-arch=sm_90a", "-DDSPARKCTL_WS_RACECHECK_SYNC"],
         "sm_90a_ws_no_pf": ["-arch=sm_90a", "-DDSPARKCTL_WS_L2_PREFETCH=0"],
         "sm_90a_combine_block": ["-arch=sm_90a", "-DDSPARKCTL_COMBINE_WARP_ROWS=0"],
+        "sm_90a_ws_cluster_combine": ["-arch=sm_90a", "-DDSPARKCTL_WS_CLUSTER_COMBINE=1"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -335,6 +337,19 @@ def test_warp_row_combines_are_the_only_kernels_the_block_row_build_lacks(kernel
         body = ship[name]
         assert body.count("griddepcontrol.wait") == 1 and "griddepcontrol.launch_dependents" in body, name
         assert not access.search(body[: body.index("griddepcontrol.wait")]), name
+
+
+def test_cluster_combine_candidate_changes_only_the_ws_epilogues(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """Session 27's candidate (-DDSPARKCTL_WS_CLUSTER_COMBINE=1, off by default until its device
+    runs): a 2-split WS call's two CTAs combine their rows over distributed shared memory. Only
+    the WS kernels change; each gains two cluster rendezvous in the consumers' epilogue and two in
+    the producer's (every thread of both CTAs takes part), and its peer reads are
+    ld.shared::cluster of mapa addresses; the shipped build has neither."""
+    for name, ship, var in _ws_kernels_of(kernel_ptx, "sm_90a_ws_cluster_combine"):
+        assert "barrier.cluster" not in ship and "mapa" not in ship, name
+        assert var.count("barrier.cluster.arrive.release;") == 4, name
+        assert var.count("barrier.cluster.wait.acquire;") == 4, name
+        assert var.count("mapa.shared::cluster") >= 3 and var.count("ld.shared::cluster.v4.f32") >= 2, name
 
 
 def test_every_kernel_source_is_hashed_and_shipped() -> None:

@@ -251,11 +251,12 @@ def test_plan_routes_the_warp_specialized_kernel() -> None:
 
 
 @pytest.mark.parametrize("heads", [100, 128])
-@pytest.mark.parametrize("splits", [1, 3])
+@pytest.mark.parametrize("splits", [1, 2, 3])
 def test_ws_two_head_blocks(heads: int, splits: int) -> None:
     """The warp-specialized kernel forced over two 64-head blocks per token, the second padded at
     100 heads, chains of 1-21 tiles, split or not, lengths and indices as in every case here,
-    against the reference. (v35 ran a 2-CTA cluster form of these CTA pairs, measured slower and
+    against the reference. (2 splits: the warp-row combine, or with -DDSPARKCTL_WS_CLUSTER_COMBINE
+    the combine in the kernel's epilogue, padded rows included.) (v35 ran a 2-CTA cluster form of these CTA pairs, measured slower and
     not shipped, bench/results/kernel_h200_v35_ws_cluster/; this test came with it.)"""
     if not _fits_large(ops.CONFIG_LARGE_SMEM_WS):
         pytest.skip("the large-smem layout does not fit this GPU's shared memory (SM120 / SM121)")

@@ -25,6 +25,12 @@ done
 wait
 OUT=$R/abn PREBUILT=1 TESTS=1 COMPARE=1 TEST_TIMEOUT=120 ROUNDS=3 timeout 420 bash bench/kernel_abn.sh "$@" 2>&1 \
   | tee $R/abn.txt | grep -vE "^decode H=(16|32)"
+# BASE_TESTS=1: the GPU tests on the baseline build too (a new test the shipped build has not run)
+if [ -n "${BASE_TESTS:-}" ]; then
+  DSPARKCTL_KERNEL_SO=/tmp/kabn_${NAMES[0]}/dsparkctl_sparse_mla_sm_90a.so timeout 120 python3 -m pytest tests/test_kernel_gpu.py -q \
+    -p no:cacheprovider > $R/abn/gpu_tests_${NAMES[0]}.log 2>&1
+  echo "gpu tests ${NAMES[0]}: $(grep -E '[0-9]+ (passed|failed)' $R/abn/gpu_tests_${NAMES[0]}.log | tail -1)"
+fi
 SUM=()
 for n in "${NAMES[@]}"; do
   for sh in "64 192 133 512 50" "64 192 133 0 50" "128 128 128 1024 64"; do timeout 20 /tmp/tl_$n $sh >> $R/timeline_$n.jsonl; done
