@@ -206,7 +206,7 @@ int main(int argc, char** argv) {
               H, topk, valid, extra, T, config, plan.heads_per_cta, plan.tile_n, plan.num_splits, ctas, sm_share_max,
               ms * 1e3 / reps, clock_khz / 1e3, m_end - m_first, m_last_entry - m_first, median(dur),
               *std::max_element(dur.begin(), dur.end()), *std::max_element(tiles.begin(), tiles.end()));
-  if (cblocks > 0)
+  if (c_end > 0)  // a combine ran (a 2-split WS call with the cluster combine has none)
     std::printf(", \"combine_entry_after_main_start_ns\": %lld, \"combine_wait_done_after_main_end_ns\": %lld, "
                 "\"combine_last_wait_done_after_main_end_ns\": %lld, \"combine_end_after_main_end_ns\": %lld",
                 (long long)(c_first - m_first), (long long)(c_wait - m_end), (long long)(c_wait_last - m_end),

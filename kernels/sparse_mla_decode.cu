@@ -1951,17 +1951,20 @@ static_assert(DSPARKCTL_WS_L2_PREFETCH == 0 || DSPARKCTL_WS_L2_PREFETCH == 1, "o
 [[maybe_unused]] __device__ __forceinline__ int ws_prep_row(int pt) { return kWsL2Prefetch ? (pt >> 5) * 16 + (pt & 15) : pt; }
 [[maybe_unused]] __device__ __forceinline__ bool ws_preps(int pt) { return kWsL2Prefetch ? (pt & 31) < 16 : pt < 64; }
 enum WsBarrier : int { kWsPReady = 1, kWsPFree = 2, kWsProducer = 3, kWsConsumers = 4 };
-// -DDSPARKCTL_WS_CLUSTER_COMBINE (session 27 candidate): a 2-split WS call runs the two splits of a
-// (token, head block) as one 2-CTA cluster and combines them in the epilogue, over distributed
-// shared memory: each CTA stages its fp32 partial rows and their lse as before, then combines half
-// of the 64 rows (its own staged half and the peer's) into the bf16 output and the final lse. No
-// fp32 partials to global memory and back, and no combine launch: at DSpark +512 T = 50 the
-// combine still ends ~4.6 us after the main kernel (v44's timeline), bound by reading 3,200 rows x
-// 2 splits x 2 KB of partials from L2 (ncu: 30% L2 throughput, long-scoreboard stalls). The
-// weights and sums are the combine kernels' (same operations, same order), so the outputs should
-// be theirs bit for bit.
+// v45: a 2-split WS call runs the two splits of a (token, head block) as one 2-CTA cluster and
+// combines them in the epilogue, over distributed shared memory: each CTA stages its fp32 partial
+// rows and their lse as before, then combines half of the 64 rows (its own staged half and the
+// peer's) into the bf16 output and the final lse. No fp32 partials to global memory and back, and
+// no combine launch: with v44's warp-row combine, DSpark +512 T = 50's combine still ended ~4.4 us
+// after the main kernel, bound by reading 3,200 rows x 2 splits x 2 KB of partials from L2 (ncu:
+// 30% L2 throughput, long-scoreboard stalls; bench/results/kernel_h200_v44_ncu/). The weights and
+// sums are the combine kernels' (same operations, same order): the outputs are theirs bit for bit
+// (46 of 46 bench cases). Session 27's A/B (bench/results/kernel_h200_v45_cluster_combine/): -0.9
+// to -2.3 us on the 2-split WS rows (DSpark +512 T = 50, 64 heads T = 64, 128 heads T = 32), the
+// epilogue ~3.6 us longer where the combine took ~4.4. -DDSPARKCTL_WS_CLUSTER_COMBINE=0 builds
+// without it (for A/Bs).
 #ifndef DSPARKCTL_WS_CLUSTER_COMBINE
-#define DSPARKCTL_WS_CLUSTER_COMBINE 0
+#define DSPARKCTL_WS_CLUSTER_COMBINE 1
 #endif
 static_assert(DSPARKCTL_WS_CLUSTER_COMBINE == 0 || DSPARKCTL_WS_CLUSTER_COMBINE == 1, "on or off");
 [[maybe_unused]] constexpr bool kWsClusterCombine = DSPARKCTL_WS_CLUSTER_COMBINE == 1;
@@ -2054,7 +2057,7 @@ __device__ __forceinline__ void ws_write_rows(const SparseMlaParams& p, const fl
   }
 }
 
-// (-DDSPARKCTL_WS_CLUSTER_COMBINE) rows [M/2 split, M/2 (split + 1)) of the (token, head block)
+// v45: rows [M/2 split, M/2 (split + 1)) of the (token, head block)
 // from this CTA's and the peer's staged rows, by `n` threads (8 dims each): the combine kernels'
 // arithmetic for 2 splits (weights 2^(lse_s - max), zero weights never multiplied in, the sum
 // ((a0 + a1) + 0) + 0, then 1/L and the sink gate), bf16 rows and the final lse out.

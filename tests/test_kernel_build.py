@@ -136,8 +136,8 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     """PTX of the kernel source for sm_90a, sm_120a, a -DDSPARKCTL_NO_WGMMA Hopper build, the
     racecheck build of the warp-specialized kernel (-DDSPARKCTL_WS_RACECHECK_SYNC), v43's build
     without the L2 prefetch (-DDSPARKCTL_WS_L2_PREFETCH=0, the A/B baseline) and v44's build
-    without the warp-row combine (-DDSPARKCTL_COMBINE_WARP_ROWS=0) and session 27's candidate
-    (-DDSPARKCTL_WS_CLUSTER_COMBINE=1), as
+    without the warp-row combine (-DDSPARKCTL_COMBINE_WARP_ROWS=0) and v45's build without the
+    cluster combine (-DDSPARKCTL_WS_CLUSTER_COMBINE=0), as
     {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
     if build.find_nvcc() is None:
         pytest.skip("nvcc not installed: cannot compile-check CUDA")
@@ -151,7 +151,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_90a_ws_racecheck_sync": ["-arch=sm_90a", "-DDSPARKCTL_WS_RACECHECK_SYNC"],
         "sm_90a_ws_no_pf": ["-arch=sm_90a", "-DDSPARKCTL_WS_L2_PREFETCH=0"],
         "sm_90a_combine_block": ["-arch=sm_90a", "-DDSPARKCTL_COMBINE_WARP_ROWS=0"],
-        "sm_90a_ws_cluster_combine": ["-arch=sm_90a", "-DDSPARKCTL_WS_CLUSTER_COMBINE=1"],
+        "sm_90a_ws_no_cluster_combine": ["-arch=sm_90a", "-DDSPARKCTL_WS_CLUSTER_COMBINE=0"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -228,7 +228,8 @@ def test_multicast_copies_only_in_the_sm90a_cluster_kernel(kernel_ptx: dict[str,
     live in one sm_90a instantiation (16 heads x 64 candidates, 16-byte path); every other kernel
     keeps the plain per-CTA cp.async gather, and SM120 / SM121 get none of it. (The sm_90a
     warp-specialized kernel has mbarriers of its own, its producer / consumer ring, and bulk copies
-    into its own CTA on the 16-byte path: no multicast, no cluster barrier.)"""
+    into its own CTA on the 16-byte path: no multicast; since v45 its only cluster barriers are the
+    epilogue's 2-split combine rendezvous, sm_90a only.)"""
     cluster_ops = ("multicast::cluster", "mbarrier.try_wait", "barrier.cluster")
     ws = {"sparse_mla_decode_ws_kernelILi8E", "sparse_mla_decode_ws_kernelILi16E"}
     for target, kernels in _shipped_and_no_wgmma(kernel_ptx).items():
@@ -237,7 +238,8 @@ def test_multicast_copies_only_in_the_sm90a_cluster_kernel(kernel_ptx: dict[str,
         assert with_ops == expected, (target, sorted(with_ops))
         for name in ws:
             body = kernels[name]
-            assert "multicast" not in body and "barrier.cluster" not in body, (target, name)
+            assert "multicast" not in body, (target, name)
+            assert ("barrier.cluster.wait.acquire;" in body) == (target == "sm_90a"), (target, name)
             assert ("mbarrier.try_wait" in body) == (target == "sm_90a"), (target, name)
     assert "cp.async.bulk.shared::cluster.global" in kernel_ptx["sm_90a"]["sparse_mla_decode_ws_kernelILi16E"]
     body = kernel_ptx["sm_90a"]["sparse_mla_decode_kernelILi1ELi64ELi16E+cluster"]
@@ -339,17 +341,17 @@ def test_warp_row_combines_are_the_only_kernels_the_block_row_build_lacks(kernel
         assert not access.search(body[: body.index("griddepcontrol.wait")]), name
 
 
-def test_cluster_combine_candidate_changes_only_the_ws_epilogues(kernel_ptx: dict[str, dict[str, str]]) -> None:
-    """Session 27's candidate (-DDSPARKCTL_WS_CLUSTER_COMBINE=1, off by default until its device
-    runs): a 2-split WS call's two CTAs combine their rows over distributed shared memory. Only
-    the WS kernels change; each gains two cluster rendezvous in the consumers' epilogue and two in
-    the producer's (every thread of both CTAs takes part), and its peer reads are
-    ld.shared::cluster of mapa addresses; the shipped build has neither."""
-    for name, ship, var in _ws_kernels_of(kernel_ptx, "sm_90a_ws_cluster_combine"):
-        assert "barrier.cluster" not in ship and "mapa" not in ship, name
-        assert var.count("barrier.cluster.arrive.release;") == 4, name
-        assert var.count("barrier.cluster.wait.acquire;") == 4, name
-        assert var.count("mapa.shared::cluster") >= 3 and var.count("ld.shared::cluster.v4.f32") >= 2, name
+def test_cluster_combine_is_only_in_the_ws_epilogues(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """v45 (bench/results/kernel_h200_v45_cluster_combine/): a 2-split WS call's two CTAs combine
+    their rows over distributed shared memory. Against the A/B build without it
+    (-DDSPARKCTL_WS_CLUSTER_COMBINE=0) only the WS kernels differ; each has two cluster rendezvous
+    in the consumers' epilogue and two in the producer's (every thread of both CTAs takes part),
+    and its peer reads are ld.shared::cluster of mapa addresses."""
+    for name, ship, var in _ws_kernels_of(kernel_ptx, "sm_90a_ws_no_cluster_combine"):
+        assert "barrier.cluster" not in var and "mapa" not in var, name
+        assert ship.count("barrier.cluster.arrive.release;") == 4, name
+        assert ship.count("barrier.cluster.wait.acquire;") == 4, name
+        assert ship.count("mapa.shared::cluster") >= 3 and ship.count("ld.shared::cluster.v4.f32") >= 2, name
 
 
 def test_every_kernel_source_is_hashed_and_shipped() -> None:
