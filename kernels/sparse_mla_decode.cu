@@ -1968,6 +1968,25 @@ enum WsBarrier : int { kWsPReady = 1, kWsPFree = 2, kWsProducer = 3, kWsConsumer
 #endif
 static_assert(DSPARKCTL_WS_CLUSTER_COMBINE == 0 || DSPARKCTL_WS_CLUSTER_COMBINE == 1, "on or off");
 [[maybe_unused]] constexpr bool kWsClusterCombine = DSPARKCTL_WS_CLUSTER_COMBINE == 1;
+// -DDSPARKCTL_WS_CLUSTER_MAX=4 / 8 (session 27 candidate): the cluster combine for WS calls of up to
+// 4 / 8 splits too (a cluster of S CTAs along y; CTA `split` combines rows [64 split / S,
+// 64 (split + 1) / S) from all S CTAs' staged rows), with the arithmetic of the combine kernel
+// those calls ran (the warp rows for 3-4 splits, the block kernel's one batch of 8 for 5-8): the
+// weights' sum in split_weights' butterfly order, split s into accumulator s % 4. For the 4-split
+// WS rows (64 heads +512 / +1024 T = 32: 2,048 rows x 4 splits x 2 KB of partials) and the 5- and
+// 8-split ones (DSpark +512 T = 25; 128 heads T = 8).
+#ifndef DSPARKCTL_WS_CLUSTER_MAX
+#define DSPARKCTL_WS_CLUSTER_MAX 2
+#endif
+static_assert(DSPARKCTL_WS_CLUSTER_MAX == 2 || DSPARKCTL_WS_CLUSTER_MAX == 4 || DSPARKCTL_WS_CLUSTER_MAX == 8,
+              "2, 4 or 8 splits (a portable cluster size)");
+static_assert(DSPARKCTL_WS_CLUSTER_MAX == 2 || DSPARKCTL_WS_CLUSTER_COMBINE == 1, "needs the cluster combine");
+[[maybe_unused]] constexpr int kWsClusterMax = DSPARKCTL_WS_CLUSTER_MAX;
+// The WS calls whose splits combine in the kernel (the host launches them as clusters of
+// num_splits CTAs and no combine kernel).
+__host__ __device__ __forceinline__ bool ws_cluster_combines(int num_splits) {
+  return kWsClusterCombine && (num_splits == 2 || (kWsClusterMax > 2 && num_splits >= 3 && num_splits <= kWsClusterMax));
+}
 // A cluster-wide rendezvous of every thread of both CTAs (release / acquire: the staged rows are
 // visible to the peer after it), and a 16-byte load from the peer CTA's shared memory.
 [[maybe_unused]] __device__ __forceinline__ void ws_cluster_sync() {
@@ -2108,6 +2127,69 @@ __device__ __forceinline__ void ws_cluster_combine(const SparseMlaParams& p, con
     if (c8 == 0) p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
   }
   ws_cluster_sync();  // the peer has read this CTA's rows
+}
+
+// (-DDSPARKCTL_WS_CLUSTER_MAX=4 / 8) rows [M split / S, M (split + 1) / S) from all S CTAs' staged
+// rows (cluster rank s = split s), 3 <= S <= SMAX, 8 dims a thread.
+template <int M, int N, int SMAX>
+__device__ __forceinline__ void ws_cluster_combine_n(const SparseMlaParams& p, const float* sOut, const float* sLse2,
+                                                     int t, int h0, int split, int S, int tid) {
+  static_assert(SMAX <= 8, "split_weights' butterfly below is written out for <= 8 splits");
+  ws_cluster_sync();  // every CTA's rows and lse staged
+  const int c8 = tid % 64;
+  const int r1 = (M * (split + 1)) / S;
+  for (int r = (M * split) / S + tid / 64; r < r1; r += N / 64) {
+    const int h = h0 + r;
+    if (h >= p.H) break;
+    const float* row = sOut + r * kORow + c8 * 8;
+    float l[SMAX], v[SMAX][8];
+#pragma unroll
+    for (int s = 0; s < SMAX; ++s) {
+      float4 a = make_float4(0.f, 0.f, 0.f, 0.f), b = a;
+      l[s] = -INFINITY;
+      if (s < S) {
+        if (s == split) {
+          l[s] = sLse2[r];
+          a = *reinterpret_cast<const float4*>(row);
+          b = *reinterpret_cast<const float4*>(row + 4);
+        } else {
+          l[s] = ld_peer_f32(sLse2 + r, uint32_t(s));
+          a = ld_peer_v4(row, uint32_t(s));
+          b = ld_peer_v4(row + 4, uint32_t(s));
+        }
+      }
+      v[s][0] = a.x; v[s][1] = a.y; v[s][2] = a.z; v[s][3] = a.w;
+      v[s][4] = b.x; v[s][5] = b.y; v[s][6] = b.z; v[s][7] = b.w;
+    }
+    // split_weights: the max against the -inf of the empty lanes (a NaN lse counts as -inf there),
+    // the weights, and their sum in the butterfly's order (lanes >= 8 add zeros)
+    float mx = -INFINITY;
+#pragma unroll
+    for (int s = 0; s < SMAX; ++s) mx = fmaxf(mx, fmaxf(l[s], -INFINITY));
+    float e[8];
+#pragma unroll
+    for (int s = 0; s < 8; ++s) e[s] = s < SMAX && s < S && l[s < SMAX ? s : 0] != -INFINITY ? exp2f(l[s < SMAX ? s : 0] - mx) : 0.f;
+    const float L = ((e[0] + e[4]) + (e[2] + e[6])) + ((e[1] + e[5]) + (e[3] + e[7]));
+    const bool empty = mx == -INFINITY;
+    const float lse_nat = empty ? -INFINITY : (mx + log2f(L)) * kLn2;
+    float f = empty ? 0.f : 1.f / L;
+    if (!empty && p.sink != nullptr) f *= 1.f / (1.f + expf(__ldg(p.sink + h) - lse_nat));
+    float o[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      float acc[4] = {0.f, 0.f, 0.f, 0.f};  // split s into accumulator s % 4 (kCombineAccs), zero weights skipped
+#pragma unroll
+      for (int s = 0; s < SMAX; ++s)
+        if (e[s] != 0.f) acc[s % 4] = __fmaf_rn(e[s], v[s][k], acc[s % 4]);
+      o[k] = __fadd_rn(__fadd_rn(__fadd_rn(acc[0], acc[1]), acc[2]), acc[3]);
+    }
+    const int64_t th = int64_t(t) * p.H + h;
+    *reinterpret_cast<uint4*>(reinterpret_cast<__nv_bfloat16*>(p.out) + th * kD + c8 * 8) =
+        make_uint4(pack_bf16(o[0] * f, o[1] * f), pack_bf16(o[2] * f, o[3] * f), pack_bf16(o[4] * f, o[5] * f),
+                   pack_bf16(o[6] * f, o[7] * f));
+    if (c8 == 0) p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
+  }
+  ws_cluster_sync();  // every peer has read this CTA's rows
 }
 
 // One k-step of the WS kernel's S over all 64 candidates: D[64 x 64] += Q[64 x 16] . K[64 x 16]^T,
@@ -2468,7 +2550,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     cta_sync_divergent();
     cta_sync_divergent();
     if constexpr (kWsClusterCombine) {
-      if (num_splits == 2) {  // the consumers' two cluster rendezvous (ws_cluster_combine)
+      if (ws_cluster_combines(num_splits)) {  // the consumers' two cluster rendezvous (ws_cluster_combine)
         ws_cluster_sync();
         ws_cluster_sync();
       }
@@ -2742,6 +2824,9 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   cta_sync_divergent();
   if (kWsClusterCombine && num_splits == 2)
     ws_cluster_combine<M, kCT>(p, sOut, reinterpret_cast<const float*>(smem + W::OFF_LSE2), t, h0, split, tid);
+  else if (kWsClusterMax > 2 && ws_cluster_combines(num_splits))
+    ws_cluster_combine_n<M, kCT, kWsClusterMax>(p, sOut, reinterpret_cast<const float*>(smem + W::OFF_LSE2), t, h0,
+                                                split, num_splits, tid);
   else
     ws_write_rows<M, kCT>(p, sOut, t, h0, split, num_splits, tid);
   DSPARKCTL_WS_TL_ABS(23);
@@ -2776,6 +2861,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 // on T (the verify path's rows equal one-row calls bitwise at a forced layout and split
 // count, although T x H picks G).
 constexpr int kCombineAccs = 4;
+static_assert(kCombineAccs == 4, "ws_cluster_combine_n (above) sums into the same 4 accumulators");
 
 // Programmatic dependent launch: a combine grid may start before the main kernel ends; it waits
 // here until that kernel has completed and its partials are visible (no-op without PDL), then lets
@@ -3110,10 +3196,10 @@ cudaError_t launch_main(const SparseMlaParams& p, const SparseMlaPlan& plan, int
     attr[1].val.clusterDim.z = 1;
     cfg.numAttrs = 2;
   }
-  if (kWsClusterCombine && plan.warp_specialized && plan.num_splits == 2) {  // the two splits as a cluster
+  if (plan.warp_specialized && ws_cluster_combines(plan.num_splits)) {  // the splits as a cluster
     attr[1].id = cudaLaunchAttributeClusterDimension;
     attr[1].val.clusterDim.x = 1;
-    attr[1].val.clusterDim.y = 2;
+    attr[1].val.clusterDim.y = unsigned(plan.num_splits);
     attr[1].val.clusterDim.z = 1;
     cfg.numAttrs = 2;
   }
@@ -3271,7 +3357,7 @@ cudaError_t sparse_mla_decode_launch(const SparseMlaParams& p, const SparseMlaPl
   e = vec16 ? dispatch<16>(p, plan, head_blocks, smem_min, stream)
             : dispatch<8>(p, plan, head_blocks, smem_min, stream);
   if (e != cudaSuccess || plan.num_splits == 1) return e;
-  if (kWsClusterCombine && plan.warp_specialized && plan.num_splits == 2) return e;  // combined in the main kernel
+  if (plan.warp_specialized && ws_cluster_combines(plan.num_splits)) return e;  // combined in the main kernel
   // Programmatic dependent launch (sm_90+, captured into CUDA graphs as a programmatic
   // edge): the combine's launch latency overlaps the main kernel's tail.
   const CombineShape cs = combine_shape(device, plan.num_splits, int64_t(p.T) * p.H);

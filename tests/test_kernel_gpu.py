@@ -251,12 +251,13 @@ def test_plan_routes_the_warp_specialized_kernel() -> None:
 
 
 @pytest.mark.parametrize("heads", [100, 128])
-@pytest.mark.parametrize("splits", [1, 2, 3])
+@pytest.mark.parametrize("splits", [1, 2, 3, 5])
 def test_ws_two_head_blocks(heads: int, splits: int) -> None:
     """The warp-specialized kernel forced over two 64-head blocks per token, the second padded at
     100 heads, chains of 1-21 tiles, split or not, lengths and indices as in every case here,
-    against the reference. (2 splits: the warp-row combine, or with -DDSPARKCTL_WS_CLUSTER_COMBINE
-    the combine in the kernel's epilogue, padded rows included.) (v35 ran a 2-CTA cluster form of these CTA pairs, measured slower and
+    against the reference. (2 splits: since v45 combined in the kernel's epilogue over a 2-CTA
+    cluster, padded rows included; 3 and 5 splits: the combine kernels, or with
+    -DDSPARKCTL_WS_CLUSTER_MAX=4 / 8 clusters of 3 / 5.) (v35 ran a 2-CTA cluster form of these CTA pairs, measured slower and
     not shipped, bench/results/kernel_h200_v35_ws_cluster/; this test came with it.)"""
     if not _fits_large(ops.CONFIG_LARGE_SMEM_WS):
         pytest.skip("the large-smem layout does not fit this GPU's shared memory (SM120 / SM121)")
@@ -703,6 +704,7 @@ def test_sanitizer_subset(case: Case) -> None:
         (ops.CONFIG_AUTO, 0), (ops.CONFIG_SMALL_SMEM, 3), (ops.CONFIG_LARGE_SMEM, 1), (ops.CONFIG_SMALL_SMEM_16, 20),
         (ops.CONFIG_SMALL_SMEM_16, 36),  # the 10-load combine batch (33-40 splits)
         (ops.CONFIG_LARGE_SMEM_16, 2), (ops.CONFIG_LARGE_SMEM_32, 4), (ops.CONFIG_LARGE_SMEM_WS, 2),
+        (ops.CONFIG_LARGE_SMEM_WS, 5),  # 5 splits: a cluster of 5 with -DDSPARKCTL_WS_CLUSTER_MAX=8
     ):  # fmt: skip
         if config in _LARGE_CONFIGS and not _fits_large(config):
             continue
