@@ -2076,6 +2076,27 @@ __device__ __forceinline__ void ws_write_rows(const SparseMlaParams& p, const fl
   }
 }
 
+// A row the WS kernel combined from its clusters' staged rows: the combine kernels' factor (1/L
+// and the sink gate; 0 for an empty row) and natural lse from the weights' max and sum, and its
+// store of 8 dims (bf16) and of the final lse (by the thread of dims 0-7).
+struct CombinedRow {
+  bool empty;
+  float lse_nat, f;
+  __device__ __forceinline__ CombinedRow(const SparseMlaParams& p, int h, float mx, float L) {
+    empty = mx == -INFINITY;
+    lse_nat = empty ? -INFINITY : (mx + log2f(L)) * kLn2;
+    f = empty ? 0.f : 1.f / L;
+    if (!empty && p.sink != nullptr) f *= 1.f / (1.f + expf(__ldg(p.sink + h) - lse_nat));
+  }
+  __device__ __forceinline__ void store(const SparseMlaParams& p, int t, int h, int c8, const float (&o)[8]) const {
+    const int64_t th = int64_t(t) * p.H + h;
+    *reinterpret_cast<uint4*>(reinterpret_cast<__nv_bfloat16*>(p.out) + th * kD + c8 * 8) =
+        make_uint4(pack_bf16(o[0] * f, o[1] * f), pack_bf16(o[2] * f, o[3] * f), pack_bf16(o[4] * f, o[5] * f),
+                   pack_bf16(o[6] * f, o[7] * f));
+    if (c8 == 0) p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
+  }
+};
+
 // v45: rows [M/2 split, M/2 (split + 1)) of the (token, head block)
 // from this CTA's and the peer's staged rows, by `n` threads (8 dims each): the combine kernels'
 // arithmetic for 2 splits (weights 2^(lse_s - max), zero weights never multiplied in, the sum
@@ -2109,10 +2130,7 @@ __device__ __forceinline__ void ws_cluster_combine(const SparseMlaParams& p, con
     const float e0 = l0 == -INFINITY ? 0.f : exp2f(l0 - mx);
     const float e1 = l1 == -INFINITY ? 0.f : exp2f(l1 - mx);
     const float L = e0 + e1;
-    const bool empty = mx == -INFINITY;
-    const float lse_nat = empty ? -INFINITY : (mx + log2f(L)) * kLn2;
-    float f = empty ? 0.f : 1.f / L;
-    if (!empty && p.sink != nullptr) f *= 1.f / (1.f + expf(__ldg(p.sink + h) - lse_nat));
+    const CombinedRow cr(p, h, mx, L);
     float o[8];
 #pragma unroll
     for (int k = 0; k < 8; ++k) {
@@ -2120,11 +2138,7 @@ __device__ __forceinline__ void ws_cluster_combine(const SparseMlaParams& p, con
       const float a1 = e1 != 0.f ? __fmaf_rn(e1, v1[k], 0.f) : 0.f;
       o[k] = __fadd_rn(__fadd_rn(__fadd_rn(a0, a1), 0.f), 0.f);
     }
-    const int64_t th = int64_t(t) * p.H + h;
-    *reinterpret_cast<uint4*>(reinterpret_cast<__nv_bfloat16*>(p.out) + th * kD + c8 * 8) =
-        make_uint4(pack_bf16(o[0] * f, o[1] * f), pack_bf16(o[2] * f, o[3] * f), pack_bf16(o[4] * f, o[5] * f),
-                   pack_bf16(o[6] * f, o[7] * f));
-    if (c8 == 0) p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
+    cr.store(p, t, h, c8, o);
   }
   ws_cluster_sync();  // the peer has read this CTA's rows
 }
@@ -2170,10 +2184,7 @@ __device__ __forceinline__ void ws_cluster_combine_n(const SparseMlaParams& p, c
 #pragma unroll
     for (int s = 0; s < 8; ++s) e[s] = s < SMAX && s < S && l[s < SMAX ? s : 0] != -INFINITY ? exp2f(l[s < SMAX ? s : 0] - mx) : 0.f;
     const float L = ((e[0] + e[4]) + (e[2] + e[6])) + ((e[1] + e[5]) + (e[3] + e[7]));
-    const bool empty = mx == -INFINITY;
-    const float lse_nat = empty ? -INFINITY : (mx + log2f(L)) * kLn2;
-    float f = empty ? 0.f : 1.f / L;
-    if (!empty && p.sink != nullptr) f *= 1.f / (1.f + expf(__ldg(p.sink + h) - lse_nat));
+    const CombinedRow cr(p, h, mx, L);
     float o[8];
 #pragma unroll
     for (int k = 0; k < 8; ++k) {
@@ -2183,11 +2194,7 @@ __device__ __forceinline__ void ws_cluster_combine_n(const SparseMlaParams& p, c
         if (e[s] != 0.f) acc[s % 4] = __fmaf_rn(e[s], v[s][k], acc[s % 4]);
       o[k] = __fadd_rn(__fadd_rn(__fadd_rn(acc[0], acc[1]), acc[2]), acc[3]);
     }
-    const int64_t th = int64_t(t) * p.H + h;
-    *reinterpret_cast<uint4*>(reinterpret_cast<__nv_bfloat16*>(p.out) + th * kD + c8 * 8) =
-        make_uint4(pack_bf16(o[0] * f, o[1] * f), pack_bf16(o[2] * f, o[3] * f), pack_bf16(o[4] * f, o[5] * f),
-                   pack_bf16(o[6] * f, o[7] * f));
-    if (c8 == 0) p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
+    cr.store(p, t, h, c8, o);
   }
   ws_cluster_sync();  // every peer has read this CTA's rows
 }
