@@ -877,11 +877,11 @@ __device__ __forceinline__ float out_factor(bool empty, float l, float lse_nat, 
   return f;
 }
 
+// The base-2 lse of a row's running max m and sum l (-inf for an empty row).
+__device__ __forceinline__ float row_lse2(float m, float l) { return m == -INFINITY ? -INFINITY : m + __log2f(l); }
 // A finished output row (head h of token t, running max m in base 2 and sum l): its lse is
 // written by `writer` (the final lse with one split, the base-2 partial lse otherwise) and the
 // factor its O row is scaled by returned (0 for an empty row).
-// The base-2 lse of a row's running max m and sum l (-inf for an empty row).
-__device__ __forceinline__ float row_lse2(float m, float l) { return m == -INFINITY ? -INFINITY : m + __log2f(l); }
 __device__ __forceinline__ float finish_row(const SparseMlaParams& p, int t, int h, int split, int num_splits,
                                             float m, float l, bool writer) {
   const bool empty = m == -INFINITY;
@@ -1994,11 +1994,17 @@ __host__ __device__ __forceinline__ bool ws_cluster_combines(int num_splits) {
   asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
 #endif
 }
+[[maybe_unused]] __device__ __forceinline__ uint32_t peer_smem(const float* local, uint32_t rank) {
+  uint32_t a = 0;
+#if DSPARKCTL_WGMMA
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(a) : "r"(smem_u32(local)), "r"(rank));
+#endif
+  return a;
+}
 [[maybe_unused]] __device__ __forceinline__ float4 ld_peer_v4(const float* local, uint32_t rank) {
   float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
 #if DSPARKCTL_WGMMA
-  uint32_t a;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(a) : "r"(smem_u32(local)), "r"(rank));
+  const uint32_t a = peer_smem(local, rank);
   asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(a) : "memory");
 #endif
   return v;
@@ -2006,8 +2012,7 @@ __host__ __device__ __forceinline__ bool ws_cluster_combines(int num_splits) {
 [[maybe_unused]] __device__ __forceinline__ float ld_peer_f32(const float* local, uint32_t rank) {
   float v = 0.f;
 #if DSPARKCTL_WGMMA
-  uint32_t a;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(a) : "r"(smem_u32(local)), "r"(rank));
+  const uint32_t a = peer_smem(local, rank);
   asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(a) : "memory");
 #endif
   return v;
@@ -2156,11 +2161,11 @@ __device__ __forceinline__ void ws_cluster_combine_n(const SparseMlaParams& p, c
     const int h = h0 + r;
     if (h >= p.H) break;
     const float* row = sOut + r * kORow + c8 * 8;
-    float l[SMAX], v[SMAX][8];
+    float l[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    float v[SMAX][8];
 #pragma unroll
     for (int s = 0; s < SMAX; ++s) {
       float4 a = make_float4(0.f, 0.f, 0.f, 0.f), b = a;
-      l[s] = -INFINITY;
       if (s < S) {
         if (s == split) {
           l[s] = sLse2[r];
@@ -2180,9 +2185,9 @@ __device__ __forceinline__ void ws_cluster_combine_n(const SparseMlaParams& p, c
     float mx = -INFINITY;
 #pragma unroll
     for (int s = 0; s < SMAX; ++s) mx = fmaxf(mx, fmaxf(l[s], -INFINITY));
-    float e[8];
+    float e[8];  // -inf past S
 #pragma unroll
-    for (int s = 0; s < 8; ++s) e[s] = s < SMAX && s < S && l[s < SMAX ? s : 0] != -INFINITY ? exp2f(l[s < SMAX ? s : 0] - mx) : 0.f;
+    for (int s = 0; s < 8; ++s) e[s] = l[s] == -INFINITY ? 0.f : exp2f(l[s] - mx);
     const float L = ((e[0] + e[4]) + (e[2] + e[6])) + ((e[1] + e[5]) + (e[3] + e[7]));
     const CombinedRow cr(p, h, mx, L);
     float o[8];
@@ -2556,11 +2561,9 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     // id of their own; whole-CTA barriers leave nothing to model)
     cta_sync_divergent();
     cta_sync_divergent();
-    if constexpr (kWsClusterCombine) {
-      if (ws_cluster_combines(num_splits)) {  // the consumers' two cluster rendezvous (ws_cluster_combine)
-        ws_cluster_sync();
-        ws_cluster_sync();
-      }
+    if (ws_cluster_combines(num_splits)) {  // the consumers' two cluster rendezvous (ws_cluster_combine)
+      ws_cluster_sync();
+      ws_cluster_sync();
     }
     return;
   }
