@@ -1968,24 +1968,13 @@ enum WsBarrier : int { kWsPReady = 1, kWsPFree = 2, kWsProducer = 3, kWsConsumer
 #endif
 static_assert(DSPARKCTL_WS_CLUSTER_COMBINE == 0 || DSPARKCTL_WS_CLUSTER_COMBINE == 1, "on or off");
 [[maybe_unused]] constexpr bool kWsClusterCombine = DSPARKCTL_WS_CLUSTER_COMBINE == 1;
-// -DDSPARKCTL_WS_CLUSTER_MAX=4 / 8 (session 27 candidate): the cluster combine for WS calls of up to
-// 4 / 8 splits too (a cluster of S CTAs along y; CTA `split` combines rows [64 split / S,
-// 64 (split + 1) / S) from all S CTAs' staged rows), with the arithmetic of the combine kernel
-// those calls ran (the warp rows for 3-4 splits, the block kernel's one batch of 8 for 5-8): the
-// weights' sum in split_weights' butterfly order, split s into accumulator s % 4. For the 4-split
-// WS rows (64 heads +512 / +1024 T = 32: 2,048 rows x 4 splits x 2 KB of partials) and the 5- and
-// 8-split ones (DSpark +512 T = 25; 128 heads T = 8).
-#ifndef DSPARKCTL_WS_CLUSTER_MAX
-#define DSPARKCTL_WS_CLUSTER_MAX 2
-#endif
-static_assert(DSPARKCTL_WS_CLUSTER_MAX == 2 || DSPARKCTL_WS_CLUSTER_MAX == 4 || DSPARKCTL_WS_CLUSTER_MAX == 8,
-              "2, 4 or 8 splits (a portable cluster size)");
-static_assert(DSPARKCTL_WS_CLUSTER_MAX == 2 || DSPARKCTL_WS_CLUSTER_COMBINE == 1, "needs the cluster combine");
-[[maybe_unused]] constexpr int kWsClusterMax = DSPARKCTL_WS_CLUSTER_MAX;
 // The WS calls whose splits combine in the kernel (the host launches them as clusters of
-// num_splits CTAs and no combine kernel).
+// num_splits CTAs and no combine kernel). Only 2: session 28 ran the same combine for clusters of
+// 3-8 splits (bench/results/kernel_h200_v46_cluster_n/: bit-equal, +22 to +29 us on the bench's
+// 4-, 5- and 8-split WS rows, whose 25-32 clusters of 4-8 CTAs at one CTA per SM do not all fit
+// the GPCs at once: a second wave). The bench's 2-split WS grids (<= 64 clusters of 2) fit in one.
 __host__ __device__ __forceinline__ bool ws_cluster_combines(int num_splits) {
-  return kWsClusterCombine && (num_splits == 2 || (kWsClusterMax > 2 && num_splits >= 3 && num_splits <= kWsClusterMax));
+  return kWsClusterCombine && num_splits == 2;
 }
 // A cluster-wide rendezvous of every thread of both CTAs (release / acquire: the staged rows are
 // visible to the peer after it), and a 16-byte load from the peer CTA's shared memory.
@@ -2081,14 +2070,19 @@ __device__ __forceinline__ void ws_write_rows(const SparseMlaParams& p, const fl
   }
 }
 
-// A row the WS kernel combined from its clusters' staged rows: the combine kernels' factor (1/L
-// and the sink gate; 0 for an empty row) and natural lse from the weights' max and sum, and its
-// store of 8 dims (bf16) and of the final lse (by the thread of dims 0-7).
+// A row combined from split partials (by a combine kernel, or by the WS kernel from its cluster's
+// staged rows): its factor (1/L and the sink gate; 0 for an empty row) and natural lse from the
+// weights' max and sum, the final lse's store, and the WS epilogue's store of 8 dims (bf16) and
+// of the lse (by the thread of dims 0-7). One definition, so every combine path rounds alike.
+// Empty means every split was empty (all lse -inf, so every weight and L are 0). A row whose every
+// split has a NaN lse (NaN in a referenced K or Q row) also has max -inf, since the weights' max
+// skips NaN, but L is NaN: it is not empty, and its lse is NaN as with one split and in the
+// reference (before session 28 the combine kernels reported such a row as empty, lse +inf).
 struct CombinedRow {
   bool empty;
   float lse_nat, f;
   __device__ __forceinline__ CombinedRow(const SparseMlaParams& p, int h, float mx, float L) {
-    empty = mx == -INFINITY;
+    empty = mx == -INFINITY && L == 0.f;
     lse_nat = empty ? -INFINITY : (mx + log2f(L)) * kLn2;
     f = empty ? 0.f : 1.f / L;
     if (!empty && p.sink != nullptr) f *= 1.f / (1.f + expf(__ldg(p.sink + h) - lse_nat));
@@ -2098,7 +2092,10 @@ struct CombinedRow {
     *reinterpret_cast<uint4*>(reinterpret_cast<__nv_bfloat16*>(p.out) + th * kD + c8 * 8) =
         make_uint4(pack_bf16(o[0] * f, o[1] * f), pack_bf16(o[2] * f, o[3] * f), pack_bf16(o[4] * f, o[5] * f),
                    pack_bf16(o[6] * f, o[7] * f));
-    if (c8 == 0) p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
+    if (c8 == 0) store_lse(p, th, h);
+  }
+  __device__ __forceinline__ void store_lse(const SparseMlaParams& p, int64_t th, int h) const {
+    p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
   }
 };
 
@@ -2146,62 +2143,6 @@ __device__ __forceinline__ void ws_cluster_combine(const SparseMlaParams& p, con
     cr.store(p, t, h, c8, o);
   }
   ws_cluster_sync();  // the peer has read this CTA's rows
-}
-
-// (-DDSPARKCTL_WS_CLUSTER_MAX=4 / 8) rows [M split / S, M (split + 1) / S) from all S CTAs' staged
-// rows (cluster rank s = split s), 3 <= S <= SMAX, 8 dims a thread.
-template <int M, int N, int SMAX>
-__device__ __forceinline__ void ws_cluster_combine_n(const SparseMlaParams& p, const float* sOut, const float* sLse2,
-                                                     int t, int h0, int split, int S, int tid) {
-  static_assert(SMAX <= 8, "split_weights' butterfly below is written out for <= 8 splits");
-  ws_cluster_sync();  // every CTA's rows and lse staged
-  const int c8 = tid % 64;
-  const int r1 = (M * (split + 1)) / S;
-  for (int r = (M * split) / S + tid / 64; r < r1; r += N / 64) {
-    const int h = h0 + r;
-    if (h >= p.H) break;
-    const float* row = sOut + r * kORow + c8 * 8;
-    float l[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
-    float v[SMAX][8];
-#pragma unroll
-    for (int s = 0; s < SMAX; ++s) {
-      float4 a = make_float4(0.f, 0.f, 0.f, 0.f), b = a;
-      if (s < S) {
-        if (s == split) {
-          l[s] = sLse2[r];
-          a = *reinterpret_cast<const float4*>(row);
-          b = *reinterpret_cast<const float4*>(row + 4);
-        } else {
-          l[s] = ld_peer_f32(sLse2 + r, uint32_t(s));
-          a = ld_peer_v4(row, uint32_t(s));
-          b = ld_peer_v4(row + 4, uint32_t(s));
-        }
-      }
-      v[s][0] = a.x; v[s][1] = a.y; v[s][2] = a.z; v[s][3] = a.w;
-      v[s][4] = b.x; v[s][5] = b.y; v[s][6] = b.z; v[s][7] = b.w;
-    }
-    // split_weights: the max against the -inf of the empty lanes (a NaN lse counts as -inf there),
-    // the weights, and their sum in the butterfly's order (lanes >= 8 add zeros)
-    float mx = -INFINITY;
-#pragma unroll
-    for (int s = 0; s < SMAX; ++s) mx = fmaxf(mx, fmaxf(l[s], -INFINITY));
-    float e[8];  // -inf past S
-#pragma unroll
-    for (int s = 0; s < 8; ++s) e[s] = l[s] == -INFINITY ? 0.f : exp2f(l[s] - mx);
-    const float L = ((e[0] + e[4]) + (e[2] + e[6])) + ((e[1] + e[5]) + (e[3] + e[7]));
-    const CombinedRow cr(p, h, mx, L);
-    float o[8];
-#pragma unroll
-    for (int k = 0; k < 8; ++k) {
-      float acc[4] = {0.f, 0.f, 0.f, 0.f};  // split s into accumulator s % 4 (kCombineAccs), zero weights skipped
-#pragma unroll
-      for (int s = 0; s < SMAX; ++s)
-        if (e[s] != 0.f) acc[s % 4] = __fmaf_rn(e[s], v[s][k], acc[s % 4]);
-      o[k] = __fadd_rn(__fadd_rn(__fadd_rn(acc[0], acc[1]), acc[2]), acc[3]);
-    }
-    cr.store(p, t, h, c8, o);
-  }
-  ws_cluster_sync();  // every peer has read this CTA's rows
 }
 
 // One k-step of the WS kernel's S over all 64 candidates: D[64 x 64] += Q[64 x 16] . K[64 x 16]^T,
@@ -2834,9 +2775,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   cta_sync_divergent();
   if (kWsClusterCombine && num_splits == 2)
     ws_cluster_combine<M, kCT>(p, sOut, reinterpret_cast<const float*>(smem + W::OFF_LSE2), t, h0, split, tid);
-  else if (kWsClusterMax > 2 && ws_cluster_combines(num_splits))
-    ws_cluster_combine_n<M, kCT, kWsClusterMax>(p, sOut, reinterpret_cast<const float*>(smem + W::OFF_LSE2), t, h0,
-                                                split, num_splits, tid);
   else
     ws_write_rows<M, kCT>(p, sOut, t, h0, split, num_splits, tid);
   DSPARKCTL_WS_TL_ABS(23);
@@ -2871,7 +2809,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 // on T (the verify path's rows equal one-row calls bitwise at a forced layout and split
 // count, although T x H picks G).
 constexpr int kCombineAccs = 4;
-static_assert(kCombineAccs == 4, "ws_cluster_combine_n (above) sums into the same 4 accumulators");
 
 // Programmatic dependent launch: a combine grid may start before the main kernel ends; it waits
 // here until that kernel has completed and its partials are visible (no-op without PDL), then lets
@@ -2888,7 +2825,8 @@ __device__ __forceinline__ void combine_grid_wait() {
 // The split weights of a row, reduced by every warp itself, two split lse values per lane (<= 64
 // splits), by shuffles: the same butterfly order in every warp and for every T, so the result is
 // deterministic. e0 / e1: this lane's splits' weights 2^(lse - max) (0 for an empty split, lse -inf,
-// or one that underflows); L their sum over the splits; mx the largest lse (-inf: the row is empty).
+// or one that underflows); L their sum over the splits; mx the largest lse (NaN skipped; -inf: the
+// row is empty, L = 0, or every split's lse is NaN, L NaN: CombinedRow tells them apart).
 struct SplitWeights {
   float mx, e0, e1, L;
 };
@@ -2940,7 +2878,6 @@ __global__ void __launch_bounds__(128 * G, combine_min_blocks<B, G>()) sparse_ml
   }
   const SplitWeights sw = split_weights(lse_s, num_splits, lane);
   const float mx = sw.mx, e0 = sw.e0, e1 = sw.e1, L = sw.L;
-  const bool empty = mx == -INFINITY;
   float4 acc[R];
 #pragma unroll
   for (int m = 0; m < R; ++m) acc[m] = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -2990,12 +2927,11 @@ __global__ void __launch_bounds__(128 * G, combine_min_blocks<B, G>()) sparse_ml
       o.x += a.x; o.y += a.y; o.z += a.z; o.w += a.w;
     }
   }
-  const float lse_nat = empty ? -INFINITY : (mx + log2f(L)) * kLn2;
-  float f = empty ? 0.f : 1.f / L;
-  if (!empty && p.sink != nullptr) f *= 1.f / (1.f + expf(__ldg(p.sink + h) - lse_nat));
+  const CombinedRow cr(p, h, mx, L);
+  const float f = cr.f;
   uint2 packed = make_uint2(pack_bf16(o.x * f, o.y * f), pack_bf16(o.z * f, o.w * f));
   *reinterpret_cast<uint2*>(reinterpret_cast<__nv_bfloat16*>(p.out) + th * kD + lt * 4) = packed;
-  if (lt == 0) p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
+  if (lt == 0) cr.store_lse(p, th, h);
   DSPARKCTL_TL_COMBINE(2);
 }
 
@@ -3033,7 +2969,6 @@ __global__ void __launch_bounds__(128) sparse_mla_combine_warp_kernel(const Spar
     for (int k = 0; k < 4; ++k) v[s][k] = *reinterpret_cast<const float4*>(src + int64_t(s) * kD + k * 128);
   const SplitWeights sw = split_weights(lse_s, num_splits, lane);
   const float mx = sw.mx, e0 = sw.e0, L = sw.L;
-  const bool empty = mx == -INFINITY;
   // accumulator s holds w_s v_s (or 0 for a zero weight, never multiplied in)
 #pragma unroll
   for (int s = 0; s < S; ++s) {
@@ -3048,9 +2983,8 @@ __global__ void __launch_bounds__(128) sparse_mla_combine_warp_kernel(const Spar
       a = r;
     }
   }
-  const float lse_nat = empty ? -INFINITY : (mx + log2f(L)) * kLn2;
-  float f = empty ? 0.f : 1.f / L;
-  if (!empty && p.sink != nullptr) f *= 1.f / (1.f + expf(__ldg(p.sink + h) - lse_nat));
+  const CombinedRow cr(p, h, mx, L);
+  const float f = cr.f;
 #pragma unroll
   for (int k = 0; k < 4; ++k) {
     float4 o = v[0][k];
@@ -3062,7 +2996,7 @@ __global__ void __launch_bounds__(128) sparse_mla_combine_warp_kernel(const Spar
     *reinterpret_cast<uint2*>(reinterpret_cast<__nv_bfloat16*>(p.out) + th * kD + lane * 4 + k * 128) =
         make_uint2(pack_bf16(o.x * f, o.y * f), pack_bf16(o.z * f, o.w * f));
   }
-  if (lane == 0) p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
+  if (lane == 0) cr.store_lse(p, th, h);
   DSPARKCTL_TL_COMBINE(2);
 }
 

@@ -137,8 +137,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     racecheck build of the warp-specialized kernel (-DDSPARKCTL_WS_RACECHECK_SYNC), v43's build
     without the L2 prefetch (-DDSPARKCTL_WS_L2_PREFETCH=0, the A/B baseline) and v44's build
     without the warp-row combine (-DDSPARKCTL_COMBINE_WARP_ROWS=0) and v45's build without the
-    cluster combine (-DDSPARKCTL_WS_CLUSTER_COMBINE=0) and session 27's candidate for up to 8 splits
-    (-DDSPARKCTL_WS_CLUSTER_MAX=8), as
+    cluster combine (-DDSPARKCTL_WS_CLUSTER_COMBINE=0), as
     {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
     if build.find_nvcc() is None:
         pytest.skip("nvcc not installed: cannot compile-check CUDA")
@@ -153,7 +152,6 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_90a_ws_no_pf": ["-arch=sm_90a", "-DDSPARKCTL_WS_L2_PREFETCH=0"],
         "sm_90a_combine_block": ["-arch=sm_90a", "-DDSPARKCTL_COMBINE_WARP_ROWS=0"],
         "sm_90a_ws_no_cluster_combine": ["-arch=sm_90a", "-DDSPARKCTL_WS_CLUSTER_COMBINE=0"],
-        "sm_90a_ws_cluster8": ["-arch=sm_90a", "-DDSPARKCTL_WS_CLUSTER_MAX=8"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -354,17 +352,6 @@ def test_cluster_combine_is_only_in_the_ws_epilogues(kernel_ptx: dict[str, dict[
         assert ship.count("barrier.cluster.arrive.release;") == 4, name
         assert ship.count("barrier.cluster.wait.acquire;") == 4, name
         assert ship.count("mapa.shared::cluster") >= 3 and ship.count("ld.shared::cluster.v4.f32") >= 2, name
-
-
-def test_cluster_combine_of_up_to_8_splits_candidate_only_adds_a_ws_epilogue(kernel_ptx: dict[str, dict[str, str]]) -> None:
-    """Session 27's candidate (-DDSPARKCTL_WS_CLUSTER_MAX=8, off by default until its device runs):
-    WS calls of 3-8 splits combine in the kernel too, as clusters of S CTAs. Only the WS kernels
-    change: a second consumer epilogue with its own two cluster rendezvous (6 in all with the
-    2-split path's and the producer's), peer reads of up to 7 CTAs' rows."""
-    for name, ship, var in _ws_kernels_of(kernel_ptx, "sm_90a_ws_cluster8"):
-        assert ship.count("barrier.cluster.arrive.release;") == 4, name
-        assert var.count("barrier.cluster.arrive.release;") == 6 and var.count("barrier.cluster.wait.acquire;") == 6, name
-        assert var.count("ld.shared::cluster.v4.f32") > ship.count("ld.shared::cluster.v4.f32"), name
 
 
 def test_every_kernel_source_is_hashed_and_shipped() -> None:

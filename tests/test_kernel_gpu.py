@@ -256,8 +256,8 @@ def test_ws_two_head_blocks(heads: int, splits: int) -> None:
     """The warp-specialized kernel forced over two 64-head blocks per token, the second padded at
     100 heads, chains of 1-21 tiles, split or not, lengths and indices as in every case here,
     against the reference. (2 splits: since v45 combined in the kernel's epilogue over a 2-CTA
-    cluster, padded rows included; 3 and 5 splits: the combine kernels, or with
-    -DDSPARKCTL_WS_CLUSTER_MAX=4 / 8 clusters of 3 / 5.) (v35 ran a 2-CTA cluster form of these CTA pairs, measured slower and
+    cluster, padded rows included; 3 and 5 splits: the combine kernels; session 28 measured clusters
+    of 3-8 combining in the kernel too, correct but slower, bench/results/kernel_h200_v46_cluster_n/.) (v35 ran a 2-CTA cluster form of these CTA pairs, measured slower and
     not shipped, bench/results/kernel_h200_v35_ws_cluster/; this test came with it.)"""
     if not _fits_large(ops.CONFIG_LARGE_SMEM_WS):
         pytest.skip("the large-smem layout does not fit this GPU's shared memory (SM120 / SM121)")
@@ -312,6 +312,43 @@ def test_rope_magnitudes_across_tiles(heads: int, config: int) -> None:
     assert bool(torch.isnan(out[2]).all()) and not torch.isnan(out[:2]).any()
     out2, lse2 = ops.sparse_mla_decode_cfg(config=config, num_splits=3, **args)
     _check(args, out2, lse2)
+
+
+@pytest.mark.parametrize(
+    ("config", "splits"),
+    [
+        (ops.CONFIG_LARGE_SMEM_WS, 1), (ops.CONFIG_LARGE_SMEM_WS, 2), (ops.CONFIG_LARGE_SMEM_WS, 3),
+        (ops.CONFIG_LARGE_SMEM_WS, 5), (ops.CONFIG_LARGE_SMEM, 2), (ops.CONFIG_LARGE_SMEM, 4),
+        (ops.CONFIG_SMALL_SMEM, 3), (ops.CONFIG_SMALL_SMEM_16, 20),
+    ],
+    ids=["ws1", "ws2", "ws3", "ws5", "large2", "large4", "small3", "small16_20"],
+)  # fmt: skip
+def test_nan_in_every_split_gives_nan_lse(config: int, splits: int) -> None:
+    """A referenced row with a NaN in its rope, referenced once every 16 positions, so every split's
+    partial lse is NaN: the output and the lse of that token are NaN, as in the reference and as
+    with one split. (Before session 28 the combine kernels took such a row for an empty one, lse
+    +inf: the weights' max skips NaN, so it was -inf as for an empty row. The WS kernel's
+    in-kernel 2-split combine already gave NaN.) The other tokens stay finite."""
+    if config in _LARGE_CONFIGS and not _fits_large(config):
+        pytest.skip("the large-smem layout does not fit this GPU's shared memory (SM120 / SM121)")
+    gen = torch.Generator(device="cuda").manual_seed(2800 + config * 10 + splits)
+    n_tok, t, topk = 700, 3, 320
+    kv = torch.randn(n_tok, 512, generator=gen, device="cuda")
+    kv[650, 448 + 5] = float("nan")
+    cache = layout.quantize_kv(kv, 64)
+    layout.fill_unused_slots(cache, n_tok)
+    idx = torch.randint(0, 640, (t, topk), generator=gen, device="cuda", dtype=torch.int32)
+    idx[1, ::16] = 650
+    args = {
+        "q": torch.randn(t, 64, 512, generator=gen, device="cuda").to(torch.bfloat16),
+        "kv_cache": cache,
+        "indices": idx,
+        "attn_sink": torch.randn(64, generator=gen, device="cuda"),
+    }
+    out, lse = ops.sparse_mla_decode_cfg(config=config, num_splits=splits, **args)
+    _check(args, out, lse)
+    assert bool(torch.isnan(lse[1]).all()) and bool(torch.isnan(out[1]).all())
+    assert bool(torch.isfinite(lse[0::2]).all()) and bool(torch.isfinite(out[0::2].float()).all())
 
 
 @pytest.mark.parametrize("t", [5, 10, 25, 50])
@@ -704,7 +741,7 @@ def test_sanitizer_subset(case: Case) -> None:
         (ops.CONFIG_AUTO, 0), (ops.CONFIG_SMALL_SMEM, 3), (ops.CONFIG_LARGE_SMEM, 1), (ops.CONFIG_SMALL_SMEM_16, 20),
         (ops.CONFIG_SMALL_SMEM_16, 36),  # the 10-load combine batch (33-40 splits)
         (ops.CONFIG_LARGE_SMEM_16, 2), (ops.CONFIG_LARGE_SMEM_32, 4), (ops.CONFIG_LARGE_SMEM_WS, 2),
-        (ops.CONFIG_LARGE_SMEM_WS, 5),  # 5 splits: a cluster of 5 with -DDSPARKCTL_WS_CLUSTER_MAX=8
+        (ops.CONFIG_LARGE_SMEM_WS, 5),  # 5 splits: the WS kernel's partials, the block combine
     ):  # fmt: skip
         if config in _LARGE_CONFIGS and not _fits_large(config):
             continue
