@@ -1971,8 +1971,10 @@ static_assert(DSPARKCTL_WS_CLUSTER_COMBINE == 0 || DSPARKCTL_WS_CLUSTER_COMBINE 
 // The WS calls whose splits combine in the kernel (the host launches them as clusters of
 // num_splits CTAs and no combine kernel). Only 2: session 28 ran the same combine for clusters of
 // 3-8 splits (bench/results/kernel_h200_v46_cluster_n/: bit-equal, +22 to +29 us on the bench's
-// 4-, 5- and 8-split WS rows, whose 25-32 clusters of 4-8 CTAs at one CTA per SM do not all fit
-// the GPCs at once: a second wave). The bench's 2-split WS grids (<= 64 clusters of 2) fit in one.
+// 4-, 5- and 8-split WS rows, whose 25-32 clusters of 4-8 CTAs exceed what the H200 holds at once,
+// 30 / 22 / 15 by bench/cluster_occupancy.cu: a second wave), and where clusters of 3 fit it was
+// still 2.6-3.5 us slower than the combine kernel (bench/results/kernel_h200_v47_ws3_cluster/).
+// The H200 holds 66 clusters of 2; the bench's 2-split WS grids are at most 64.
 __host__ __device__ __forceinline__ bool ws_cluster_combines(int num_splits) {
   return kWsClusterCombine && num_splits == 2;
 }

@@ -77,6 +77,20 @@ def test_phase_timeline_harness_compiles(tmp_path: Path) -> None:
     assert b"g_tl_main" in data and b"g_tl_combine" in data  # the instrumented kernel is in there
 
 
+@pytest.mark.skipif(build.find_nvcc() is None, reason="nvcc not installed: cannot compile-check CUDA")
+def test_cluster_occupancy_probe_compiles(tmp_path: Path) -> None:
+    """bench/cluster_occupancy.cu asks the runtime how many clusters of the WS kernel fit at once
+    (the fact behind session 28's rejected cluster combines); it reaches into the kernel source
+    (prepared_ws_kernel, WsCfg::SMEM, kWsThreads), so it is compiled here to stay in step."""
+    nvcc = build.find_nvcc()
+    src = Path(__file__).resolve().parent.parent / "bench" / "cluster_occupancy.cu"
+    obj = tmp_path / "cluster_occupancy.o"
+    cmd = [str(nvcc), "-O1", "-std=c++17", "-arch=sm_90a", "-c", str(src), "-o", str(obj)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert b"cudaOccupancyMaxActiveClusters" in obj.read_bytes()
+
+
 def _ptxas_registers(out: str) -> dict[str, tuple[int, int]]:
     """ptxas -v output -> {decode kernel '<MT,BN,VEC>' or warp-specialized 'ws<VEC>': (registers,
     spill store bytes)}."""
