@@ -12,6 +12,9 @@ Output contract (documented here once):
 * ``lse_base2_sink=True``: FlashInfer's convention instead, ``log2(exp(lse) + exp(sink))``
   (``lse * log2(e)`` without a sink); an empty row gives ``-inf`` without a sink and
   ``sink * log2(e)`` with one. ``out`` is the same in both conventions.
+* A NaN in a KV row that a token references makes that token's ``out`` rows and ``lse`` NaN, as
+  in the reference, whatever the split count; NaN in rows no valid index references never
+  reaches the output.
 """
 
 from __future__ import annotations
