@@ -2074,8 +2074,8 @@ __device__ __forceinline__ void ws_write_rows(const SparseMlaParams& p, const fl
 
 // A row combined from split partials (by a combine kernel, or by the WS kernel from its cluster's
 // staged rows): its factor (1/L and the sink gate; 0 for an empty row) and natural lse from the
-// weights' max and sum, and the final lse's store. One definition, so every combine path rounds
-// alike.
+// weights' max and sum, the final lse's store, and the WS epilogue's store of 8 dims (bf16) and
+// of the lse (by the thread of dims 0-7). One definition, so every combine path rounds alike.
 // Empty means every split was empty (all lse -inf, so every weight and L are 0). A row whose every
 // split has a NaN lse (NaN in a referenced K or Q row) also has max -inf, since the weights' max
 // skips NaN, but L is NaN: it is not empty, and its lse is NaN as with one split and in the
@@ -2089,84 +2089,60 @@ struct CombinedRow {
     f = empty ? 0.f : 1.f / L;
     if (!empty && p.sink != nullptr) f *= 1.f / (1.f + expf(__ldg(p.sink + h) - lse_nat));
   }
+  __device__ __forceinline__ void store(const SparseMlaParams& p, int t, int h, int c8, const float (&o)[8]) const {
+    const int64_t th = int64_t(t) * p.H + h;
+    *reinterpret_cast<uint4*>(reinterpret_cast<__nv_bfloat16*>(p.out) + th * kD + c8 * 8) =
+        make_uint4(pack_bf16(o[0] * f, o[1] * f), pack_bf16(o[2] * f, o[3] * f), pack_bf16(o[4] * f, o[5] * f),
+                   pack_bf16(o[6] * f, o[7] * f));
+    if (c8 == 0) store_lse(p, th, h);
+  }
   __device__ __forceinline__ void store_lse(const SparseMlaParams& p, int64_t th, int h) const {
     p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
   }
 };
 
-// v45: rows [M/2 split, M/2 (split + 1)) of the (token, head block) from this CTA's and the peer's
-// staged rows, by `N` threads (8 dims each): the combine kernels' arithmetic for 2 splits (weights
-// 2^(lse_s - max), zero weights never multiplied in, the sum ((a0 + a1) + 0) + 0, then 1/L and the
-// sink gate), bf16 rows and the final lse out.
-// v47: the row weights, factor and lse once per row (threads 0 .. M/2 - 1, into `sW`, then a
-// consumer barrier), where v45 had all 64 threads of a row compute them; and the rows' loads in
-// batches of 4 issued before any of them is used. v45's loop took ~11,700 cycles after both CTAs
-// had staged (timeline, bench/results/kernel_h200_v46_ws2_timeline/; the 1-split write takes
-// ~3,000): each row's peer loads waited behind the previous row's math and store, 8 rows a
-// thread, and the per-row log2f / expf / division ran 64 times over. Same operations on the same
-// values, so the outputs stay bit for bit v45's.
-template <int M, int N>
+// v45: rows [M/2 split, M/2 (split + 1)) of the (token, head block)
+// from this CTA's and the peer's staged rows, by `n` threads (8 dims each): the combine kernels'
+// arithmetic for 2 splits (weights 2^(lse_s - max), zero weights never multiplied in, the sum
+// ((a0 + a1) + 0) + 0, then 1/L and the sink gate), bf16 rows and the final lse out.
+template <int M, int N, bool kFirstSync = true>
 __device__ __forceinline__ void ws_cluster_combine(const SparseMlaParams& p, const float* sOut, const float* sLse2,
-                                                   float* sW, int t, int h0, int split, int tid) {
-  constexpr int H2 = M / 2;           // rows this CTA combines
-  constexpr int RP = N / 64;          // rows a pass (64 threads a row)
-  constexpr int RPT = H2 / RP;        // rows a thread
-  constexpr int B = 4;                // rows a batch of loads
-  static_assert(N % 64 == 0 && H2 % RP == 0 && RPT % B == 0 && H2 <= 32, "whole batches; weights by one warp");
-  ws_cluster_sync();  // both CTAs' rows and lse staged
+                                                   int t, int h0, int split, int tid) {
+  if constexpr (kFirstSync) ws_cluster_sync();  // both CTAs' rows and lse staged
   const uint32_t peer = uint32_t(split) ^ 1u;  // cluster (1, 2, 1): rank = blockIdx.y = split
-  const int r0 = H2 * split, c8 = tid % 64;
-  // the first batch's rows, requested before the weights are known (their loads overlap)
-  float v0[B][8], v1[B][8];
-  auto load = [&](int b) {
+  const int c8 = tid % 64;
+#pragma unroll 4
+  for (int r = (M / 2) * split + tid / 64; r < (M / 2) * (split + 1); r += N / 64) {
+    const int h = h0 + r;
+    if (h >= p.H) break;
+    const float own_l = sLse2[r], peer_l = ld_peer_f32(sLse2 + r, peer);
+    const float* row = sOut + r * kORow + c8 * 8;
+    const float4 o0 = *reinterpret_cast<const float4*>(row), o1 = *reinterpret_cast<const float4*>(row + 4);
+    const float4 q0 = ld_peer_v4(row, peer), q1 = ld_peer_v4(row + 4, peer);
+    const float l0 = split == 0 ? own_l : peer_l, l1 = split == 0 ? peer_l : own_l;
+    float v0[8] = {o0.x, o0.y, o0.z, o0.w, o1.x, o1.y, o1.z, o1.w};
+    float v1[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+    if (split != 0) {
 #pragma unroll
-    for (int k = 0; k < B; ++k) {
-      const float* row = sOut + (r0 + tid / 64 + (b + k) * RP) * kORow + c8 * 8;
-      const float4 o0 = *reinterpret_cast<const float4*>(row), o1 = *reinterpret_cast<const float4*>(row + 4);
-      const float4 q0 = ld_peer_v4(row, peer), q1 = ld_peer_v4(row + 4, peer);
-      const float own[8] = {o0.x, o0.y, o0.z, o0.w, o1.x, o1.y, o1.z, o1.w};
-      const float oth[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
-#pragma unroll
-      for (int d = 0; d < 8; ++d) {
-        v0[k][d] = split == 0 ? own[d] : oth[d];  // split 0's row
-        v1[k][d] = split == 0 ? oth[d] : own[d];  // split 1's row
+      for (int k = 0; k < 8; ++k) {
+        const float x = v0[k];
+        v0[k] = v1[k];
+        v1[k] = x;
       }
     }
-  };
-  load(0);
-  if (tid < H2 && h0 + r0 + tid < p.H) {
-    const int r = r0 + tid, h = h0 + r;
-    const float own_l = sLse2[r], peer_l = ld_peer_f32(sLse2 + r, peer);
-    const float l0 = split == 0 ? own_l : peer_l, l1 = split == 0 ? peer_l : own_l;
     const float mx = fmaxf(l0, l1);
     const float e0 = l0 == -INFINITY ? 0.f : exp2f(l0 - mx);
     const float e1 = l1 == -INFINITY ? 0.f : exp2f(l1 - mx);
-    const CombinedRow cr(p, h, mx, e0 + e1);
-    sW[tid] = e0;
-    sW[H2 + tid] = e1;
-    sW[2 * H2 + tid] = cr.f;
-    cr.store_lse(p, int64_t(t) * p.H + h, h);
-  }
-  nbar_sync(kWsConsumers, N);  // the weights in sW
+    const float L = e0 + e1;
+    const CombinedRow cr(p, h, mx, L);
+    float o[8];
 #pragma unroll
-  for (int b = 0; b < RPT; b += B) {
-    if (b > 0) load(b);
-#pragma unroll
-    for (int k = 0; k < B; ++k) {
-      const int i = tid / 64 + (b + k) * RP, h = h0 + r0 + i;
-      if (h < p.H) {
-        const float e0 = sW[i], e1 = sW[H2 + i], f = sW[2 * H2 + i];
-        float o[8];
-#pragma unroll
-        for (int d = 0; d < 8; ++d) {
-          const float a0 = e0 != 0.f ? __fmaf_rn(e0, v0[k][d], 0.f) : 0.f;
-          const float a1 = e1 != 0.f ? __fmaf_rn(e1, v1[k][d], 0.f) : 0.f;
-          o[d] = __fadd_rn(__fadd_rn(__fadd_rn(a0, a1), 0.f), 0.f) * f;
-        }
-        *reinterpret_cast<uint4*>(reinterpret_cast<__nv_bfloat16*>(p.out) + (int64_t(t) * p.H + h) * kD + c8 * 8) =
-            make_uint4(pack_bf16(o[0], o[1]), pack_bf16(o[2], o[3]), pack_bf16(o[4], o[5]), pack_bf16(o[6], o[7]));
-      }
+    for (int k = 0; k < 8; ++k) {
+      const float a0 = e0 != 0.f ? __fmaf_rn(e0, v0[k], 0.f) : 0.f;
+      const float a1 = e1 != 0.f ? __fmaf_rn(e1, v1[k], 0.f) : 0.f;
+      o[k] = __fadd_rn(__fadd_rn(__fadd_rn(a0, a1), 0.f), 0.f);
     }
+    cr.store(p, t, h, c8, o);
   }
   ws_cluster_sync();  // the peer has read this CTA's rows
 }
@@ -2799,9 +2775,20 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   // ---- epilogue: the staged rows to global memory
   DSPARKCTL_WS_TL_ABS(22);
   cta_sync_divergent();
+#if defined(DSPARKCTL_TIMELINE) && defined(DSPARKCTL_TL_CLUSTER_MARKS)
+  // (timeline builds only, session 28) slots 24 / 25 (otherwise the range and Q-in-registers
+  // marks): both warpgroups staged, then the first cluster rendezvous passed
+  DSPARKCTL_WS_TL_ABS(24);
+  if (kWsClusterCombine && num_splits == 2) {
+    ws_cluster_sync();
+    DSPARKCTL_WS_TL_ABS(25);
+    ws_cluster_combine<M, kCT, false>(p, sOut, reinterpret_cast<const float*>(smem + W::OFF_LSE2), t, h0, split, tid);
+  } else
+#else
   if (kWsClusterCombine && num_splits == 2)
-    ws_cluster_combine<M, kCT>(p, sOut, reinterpret_cast<const float*>(smem + W::OFF_LSE2), sAlpha, t, h0, split, tid);
+    ws_cluster_combine<M, kCT>(p, sOut, reinterpret_cast<const float*>(smem + W::OFF_LSE2), t, h0, split, tid);
   else
+#endif
     ws_write_rows<M, kCT>(p, sOut, t, h0, split, num_splits, tid);
   DSPARKCTL_WS_TL_ABS(23);
 #ifdef DSPARKCTL_TIMELINE
