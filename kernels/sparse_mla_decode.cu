@@ -1979,29 +1979,34 @@ __host__ __device__ __forceinline__ bool ws_cluster_combines(int num_splits) {
   return kWsClusterCombine && num_splits == 2;
 }
 // A cluster-wide rendezvous of every thread of both CTAs (release / acquire: the staged rows are
-// visible to the peer after it), and a CTA-local shared address mapped to the peer CTA's.
+// visible to the peer after it), and a 16-byte load from the peer CTA's shared memory.
 [[maybe_unused]] __device__ __forceinline__ void ws_cluster_sync() {
 #if DSPARKCTL_WGMMA
   asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
 #endif
 }
-[[maybe_unused]] __device__ __forceinline__ uint32_t peer_smem(const void* local, uint32_t rank) {
+[[maybe_unused]] __device__ __forceinline__ uint32_t peer_smem(const float* local, uint32_t rank) {
   uint32_t a = 0;
 #if DSPARKCTL_WGMMA
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(a) : "r"(smem_u32(local)), "r"(rank));
 #endif
   return a;
 }
-// v48: `bytes` of this CTA's shared memory at `src` into CTA `rank`'s at the offset of `dst`, completing
-// on that CTA's mbarrier at the offset of `bar` (the async proxy: the writer fences first).
-[[maybe_unused]] __device__ __forceinline__ void bulk_copy_to_peer(void* dst, const void* src, uint32_t bytes, uint64_t* bar,
-                                                                   uint32_t rank) {
+[[maybe_unused]] __device__ __forceinline__ float4 ld_peer_v4(const float* local, uint32_t rank) {
+  float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
 #if DSPARKCTL_WGMMA
-  const uint32_t d = peer_smem(dst, rank), b = peer_smem(bar, rank);
-  asm volatile("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(d),
-               "r"(smem_u32(src)), "r"(bytes), "r"(b)
-               : "memory");
+  const uint32_t a = peer_smem(local, rank);
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(a) : "memory");
 #endif
+  return v;
+}
+[[maybe_unused]] __device__ __forceinline__ float ld_peer_f32(const float* local, uint32_t rank) {
+  float v = 0.f;
+#if DSPARKCTL_WGMMA
+  const uint32_t a = peer_smem(local, rank);
+  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(a) : "memory");
+#endif
+  return v;
 }
 struct WsCfg {
   static constexpr int M = 64, BN = 64;
@@ -2031,16 +2036,8 @@ struct WsCfg {
   static constexpr int OFF_POFF = OFF_PMAX + 32;                // int64 [kSlots][BN]: row offsets (-1 invalid)
   static constexpr int OFF_PSCL = OFF_POFF + kSlots * BN * 8;   // uint8 [kSlots][BN][8]: scale bytes
   static constexpr int OFF_BAR = OFF_PSCL + kSlots * BN * 8;    // uint64 full[2], empty[2], raw[2], offs[2]
-  // v48: uint64 at OFF_BAR + 64: the cluster combine's mbarrier (the peer's rows and lse have landed)
-  static constexpr int OFF_LSE2 = OFF_BAR + 80;  // float [M]: the rows' partial lse (cluster combine)
+  static constexpr int OFF_LSE2 = OFF_BAR + 64;  // float [M]: the rows' partial lse (cluster combine)
   static constexpr int SMEM = OFF_LSE2 + (kWsClusterCombine ? M * 4 : 0);
-  // v48: where the peer's bulk copy puts its staged rows [M/2 split, M/2 (split + 1)) and their lse:
-  // past this CTA's staged rows, over the KV tiles and the P buffers (both free once the tile
-  // loops are done, which the first cluster rendezvous orders before the copy)
-  static constexpr int OFF_RECV = M * kORow * 4;
-  static constexpr int RECV_ROW_BYTES = (M / 2) * kORow * 4;
-  static_assert(OFF_RECV % 16 == 0 && RECV_ROW_BYTES % 16 == 0 && OFF_LSE2 % 16 == 0, "bulk copy alignment");
-  static_assert(OFF_RECV + RECV_ROW_BYTES + (M / 2) * 4 <= OFF_VALID, "the receive area ends before the live slots");
   static_assert(SMEM <= 227 * 1024, "fits the opt-in shared memory of a Hopper CTA");
   static_assert(OFF_KV % 1024 == 0 && OFF_P16 % 1024 == 0 && OFF_PHI % 1024 == 0 && OFF_PLO % 1024 == 0, "wgmma operands");
   static_assert(M * kORow * 4 <= OFF_P16, "the epilogue stages the fp32 rows over Q and the KV tiles");
@@ -2104,43 +2101,24 @@ struct CombinedRow {
   }
 };
 
-// v45: rows [M/2 split, M/2 (split + 1)) of the (token, head block) from this CTA's and the peer's
-// staged rows, by `N` threads (8 dims each): the combine kernels' arithmetic for 2 splits (weights
-// 2^(lse_s - max), zero weights never multiplied in, the sum ((a0 + a1) + 0) + 0, then 1/L and the
-// sink gate), bf16 rows and the final lse out.
-// v48: each CTA pushes the peer's half of its staged rows and their lse into the peer's receive
-// area with one bulk copy (cp.async.bulk shared::cta -> shared::cluster, completing on the peer's
-// mbarrier), and the combine then reads shared memory of its own CTA only. v45 read the peer's rows
-// with ld.shared::cluster, 8 dims a thread: ~10,000 cycles between the two cluster rendezvous for
-// 64 KB (timeline marks, bench/results/kernel_h200_v46_ws2_timeline/run2/), where the 1-split
-// epilogue writes its 64 rows out in ~3,000. The same values reach the same arithmetic, so the
-// outputs stay bit for bit v45's.
-template <int M, int N>
+// v45: rows [M/2 split, M/2 (split + 1)) of the (token, head block)
+// from this CTA's and the peer's staged rows, by `n` threads (8 dims each): the combine kernels'
+// arithmetic for 2 splits (weights 2^(lse_s - max), zero weights never multiplied in, the sum
+// ((a0 + a1) + 0) + 0, then 1/L and the sink gate), bf16 rows and the final lse out.
+template <int M, int N, bool kFirstSync = true>
 __device__ __forceinline__ void ws_cluster_combine(const SparseMlaParams& p, const float* sOut, const float* sLse2,
-                                                   uint8_t* sRecv, uint64_t* bar, int t, int h0, int split, int tid) {
-  constexpr int H2 = M / 2;
-  constexpr uint32_t kRowBytes2 = H2 * kORow * 4;
+                                                   int t, int h0, int split, int tid) {
+  if constexpr (kFirstSync) ws_cluster_sync();  // both CTAs' rows and lse staged
   const uint32_t peer = uint32_t(split) ^ 1u;  // cluster (1, 2, 1): rank = blockIdx.y = split
-  fence_proxy_async_smem();  // this thread's staged rows and lse, visible to the peer's copy (async proxy)
-  if (tid == 0) mbar_expect_tx(bar, kRowBytes2 + H2 * 4);  // armed before the rendezvous, so before the peer's copy
-  ws_cluster_sync();  // both CTAs' rows and lse staged, both tile loops done (receive areas free)
-  if (tid == 0) {
-    bulk_copy_to_peer(sRecv, sOut + H2 * peer * kORow, kRowBytes2, bar, peer);
-    bulk_copy_to_peer(sRecv + kRowBytes2, sLse2 + H2 * peer, H2 * 4, bar, peer);
-  }
-  mbar_wait(bar, 0);  // the peer's half of this CTA's rows has landed
-  const float* pRows = reinterpret_cast<const float*>(sRecv);
-  const float* pLse = reinterpret_cast<const float*>(sRecv + kRowBytes2);
   const int c8 = tid % 64;
 #pragma unroll 4
-  for (int i = tid / 64; i < H2; i += N / 64) {
-    const int r = H2 * split + i, h = h0 + r;
+  for (int r = (M / 2) * split + tid / 64; r < (M / 2) * (split + 1); r += N / 64) {
+    const int h = h0 + r;
     if (h >= p.H) break;
-    const float own_l = sLse2[r], peer_l = pLse[i];
+    const float own_l = sLse2[r], peer_l = ld_peer_f32(sLse2 + r, peer);
     const float* row = sOut + r * kORow + c8 * 8;
-    const float* prow = pRows + i * kORow + c8 * 8;
     const float4 o0 = *reinterpret_cast<const float4*>(row), o1 = *reinterpret_cast<const float4*>(row + 4);
-    const float4 q0 = *reinterpret_cast<const float4*>(prow), q1 = *reinterpret_cast<const float4*>(prow + 4);
+    const float4 q0 = ld_peer_v4(row, peer), q1 = ld_peer_v4(row + 4, peer);
     const float l0 = split == 0 ? own_l : peer_l, l1 = split == 0 ? peer_l : own_l;
     float v0[8] = {o0.x, o0.y, o0.z, o0.w, o1.x, o1.y, o1.z, o1.w};
     float v1[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
@@ -2166,7 +2144,7 @@ __device__ __forceinline__ void ws_cluster_combine(const SparseMlaParams& p, con
     }
     cr.store(p, t, h, c8, o);
   }
-  ws_cluster_sync();  // the peer's copy out of this CTA's rows is done (it waited for it) before either exits
+  ws_cluster_sync();  // the peer has read this CTA's rows
 }
 
 // One k-step of the WS kernel's S over all 64 candidates: D[64 x 64] += Q[64 x 16] . K[64 x 16]^T,
@@ -2253,7 +2231,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     mbar_init(&rawbar[1], 1);
     mbar_init(&offs[0], kWsProducerThreads);
     mbar_init(&offs[1], kWsProducerThreads);
-    if constexpr (kWsClusterCombine) mbar_init(full + 8, 1);  // v48: the peer's rows landed (one expect_tx arrival)
   }
 #ifdef DSPARKCTL_TIMELINE
   if (tid == 0 && blockIdx.y * gridDim.x + blockIdx.x < kTlMaxCtas)
@@ -2798,10 +2775,20 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   // ---- epilogue: the staged rows to global memory
   DSPARKCTL_WS_TL_ABS(22);
   cta_sync_divergent();
+#if defined(DSPARKCTL_TIMELINE) && defined(DSPARKCTL_TL_CLUSTER_MARKS)
+  // (timeline builds only, session 28) slots 24 / 25 (otherwise the range and Q-in-registers
+  // marks): both warpgroups staged, then the first cluster rendezvous passed
+  DSPARKCTL_WS_TL_ABS(24);
+  if (kWsClusterCombine && num_splits == 2) {
+    ws_cluster_sync();
+    DSPARKCTL_WS_TL_ABS(25);
+    ws_cluster_combine<M, kCT, false>(p, sOut, reinterpret_cast<const float*>(smem + W::OFF_LSE2), t, h0, split, tid);
+  } else
+#else
   if (kWsClusterCombine && num_splits == 2)
-    ws_cluster_combine<M, kCT>(p, sOut, reinterpret_cast<const float*>(smem + W::OFF_LSE2), smem + W::OFF_RECV, full + 8,
-                               t, h0, split, tid);
+    ws_cluster_combine<M, kCT>(p, sOut, reinterpret_cast<const float*>(smem + W::OFF_LSE2), t, h0, split, tid);
   else
+#endif
     ws_write_rows<M, kCT>(p, sOut, t, h0, split, num_splits, tid);
   DSPARKCTL_WS_TL_ABS(23);
 #ifdef DSPARKCTL_TIMELINE
