@@ -2038,6 +2038,10 @@ struct WsCfg {
   static constexpr int OFF_BAR = OFF_PSCL + kSlots * BN * 8;    // uint64 full[2], empty[2], raw[2], offs[2]
   static constexpr int OFF_LSE2 = OFF_BAR + 64;  // float [M]: the rows' partial lse (cluster combine)
   static constexpr int SMEM = OFF_LSE2 + (kWsClusterCombine ? M * 4 : 0);
+  // (-DDSPARKCTL_WS_COMBINE_PULL_FIRST) the peer's rows this CTA combines, copied here past its own
+  // staged rows (over the KV tiles and the P buffers, free once both tile loops are done)
+  static constexpr int OFF_RECV = M * kORow * 4;
+  static_assert(OFF_RECV + (M / 2) * kORow * 4 + (M / 2) * 4 <= OFF_VALID, "the receive area ends before the live slots");
   static_assert(SMEM <= 227 * 1024, "fits the opt-in shared memory of a Hopper CTA");
   static_assert(OFF_KV % 1024 == 0 && OFF_P16 % 1024 == 0 && OFF_PHI % 1024 == 0 && OFF_PLO % 1024 == 0, "wgmma operands");
   static_assert(M * kORow * 4 <= OFF_P16, "the epilogue stages the fp32 rows over Q and the KV tiles");
@@ -2101,14 +2105,47 @@ struct CombinedRow {
   }
 };
 
-// v45: rows [M/2 split, M/2 (split + 1)) of the (token, head block)
-// from this CTA's and the peer's staged rows, by `n` threads (8 dims each): the combine kernels'
-// arithmetic for 2 splits (weights 2^(lse_s - max), zero weights never multiplied in, the sum
-// ((a0 + a1) + 0) + 0, then 1/L and the sink gate), bf16 rows and the final lse out.
-template <int M, int N, bool kFirstSync = true>
+// One row of a 2-split WS combine from this CTA's staged part (o0, o1: 8 dims; lse own_l) and the
+// peer's (q0, q1; peer_l): the combine kernels' arithmetic for 2 splits (weights 2^(lse_s - max),
+// zero weights never multiplied in, ((a0 + a1) + 0) + 0, then 1/L and the sink gate), bf16 row
+// and the final lse out.
+__device__ __forceinline__ void ws_combine_row(const SparseMlaParams& p, int t, int h, int c8, int split, float own_l,
+                                               float peer_l, float4 o0, float4 o1, float4 q0, float4 q1) {
+  const float l0 = split == 0 ? own_l : peer_l, l1 = split == 0 ? peer_l : own_l;
+  float v0[8] = {o0.x, o0.y, o0.z, o0.w, o1.x, o1.y, o1.z, o1.w};
+  float v1[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+  if (split != 0) {
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const float x = v0[k];
+      v0[k] = v1[k];
+      v1[k] = x;
+    }
+  }
+  const float mx = fmaxf(l0, l1);
+  const float e0 = l0 == -INFINITY ? 0.f : exp2f(l0 - mx);
+  const float e1 = l1 == -INFINITY ? 0.f : exp2f(l1 - mx);
+  const float L = e0 + e1;
+  const CombinedRow cr(p, h, mx, L);
+  float o[8];
+#pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    const float a0 = e0 != 0.f ? __fmaf_rn(e0, v0[k], 0.f) : 0.f;
+    const float a1 = e1 != 0.f ? __fmaf_rn(e1, v1[k], 0.f) : 0.f;
+    o[k] = __fadd_rn(__fadd_rn(__fadd_rn(a0, a1), 0.f), 0.f);
+  }
+  cr.store(p, t, h, c8, o);
+}
+
+// v45: rows [M/2 split, M/2 (split + 1)) of the (token, head block) from this CTA's and the peer's
+// staged rows (ld.shared::cluster), by `N` threads, 8 dims each (ws_combine_row).
+// `mark(slot)`: the timeline-only marks (-DDSPARKCTL_TL_CLUSTER_MARKS; a no-op otherwise): slot 25
+// when the first rendezvous has passed, 21 when the rows are written, before the second.
+template <int M, int N, class Mark>
 __device__ __forceinline__ void ws_cluster_combine(const SparseMlaParams& p, const float* sOut, const float* sLse2,
-                                                   int t, int h0, int split, int tid) {
-  if constexpr (kFirstSync) ws_cluster_sync();  // both CTAs' rows and lse staged
+                                                   int t, int h0, int split, int tid, Mark&& mark) {
+  ws_cluster_sync();  // both CTAs' rows and lse staged
+  mark(25);
   const uint32_t peer = uint32_t(split) ^ 1u;  // cluster (1, 2, 1): rank = blockIdx.y = split
   const int c8 = tid % 64;
 #pragma unroll 4
@@ -2119,32 +2156,67 @@ __device__ __forceinline__ void ws_cluster_combine(const SparseMlaParams& p, con
     const float* row = sOut + r * kORow + c8 * 8;
     const float4 o0 = *reinterpret_cast<const float4*>(row), o1 = *reinterpret_cast<const float4*>(row + 4);
     const float4 q0 = ld_peer_v4(row, peer), q1 = ld_peer_v4(row + 4, peer);
-    const float l0 = split == 0 ? own_l : peer_l, l1 = split == 0 ? peer_l : own_l;
-    float v0[8] = {o0.x, o0.y, o0.z, o0.w, o1.x, o1.y, o1.z, o1.w};
-    float v1[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
-    if (split != 0) {
-#pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        const float x = v0[k];
-        v0[k] = v1[k];
-        v1[k] = x;
-      }
-    }
-    const float mx = fmaxf(l0, l1);
-    const float e0 = l0 == -INFINITY ? 0.f : exp2f(l0 - mx);
-    const float e1 = l1 == -INFINITY ? 0.f : exp2f(l1 - mx);
-    const float L = e0 + e1;
-    const CombinedRow cr(p, h, mx, L);
-    float o[8];
-#pragma unroll
-    for (int k = 0; k < 8; ++k) {
-      const float a0 = e0 != 0.f ? __fmaf_rn(e0, v0[k], 0.f) : 0.f;
-      const float a1 = e1 != 0.f ? __fmaf_rn(e1, v1[k], 0.f) : 0.f;
-      o[k] = __fadd_rn(__fadd_rn(__fadd_rn(a0, a1), 0.f), 0.f);
-    }
-    cr.store(p, t, h, c8, o);
+    ws_combine_row(p, t, h, c8, split, own_l, peer_l, o0, o1, q0, q1);
   }
+  mark(21);
   ws_cluster_sync();  // the peer has read this CTA's rows
+}
+
+// -DDSPARKCTL_WS_COMBINE_PULL_FIRST=1 (session 28 candidate, off by default): the same combine
+// with both rendezvous before any global store. After the first, each CTA copies the peer's staged
+// rows it combines (and their lse) into its own shared memory, 16 float4 a thread, all loads of a
+// half issued before its stores; then the second rendezvous (the peer is done reading this CTA's
+// rows, so either may exit after it); then the rows are combined from local shared memory, as v48
+// did, and written. Why: v45's second rendezvous comes after the CTA's 32 bf16 rows were stored,
+// and its release compiles to MEMBAR.ALL.GPU, which waits for those stores; if that, not the
+// transfer, is what the ~10,000 cycles between the rendezvous are (the marks tell), this removes
+// it. Same values into the same arithmetic: the outputs should stay bit for bit v45's.
+#ifndef DSPARKCTL_WS_COMBINE_PULL_FIRST
+#define DSPARKCTL_WS_COMBINE_PULL_FIRST 0
+#endif
+static_assert(DSPARKCTL_WS_COMBINE_PULL_FIRST == 0 || DSPARKCTL_WS_COMBINE_PULL_FIRST == 1, "on or off");
+[[maybe_unused]] constexpr bool kWsCombinePullFirst = DSPARKCTL_WS_COMBINE_PULL_FIRST == 1;
+template <int M, int N, class Mark>
+__device__ __forceinline__ void ws_cluster_combine_pull_first(const SparseMlaParams& p, const float* sOut,
+                                                              const float* sLse2, float* sRecv, int t, int h0,
+                                                              int split, int tid, Mark&& mark) {
+  constexpr int H2 = M / 2;
+  constexpr int V4 = H2 * (kD / 4);  // float4 of the rows to copy
+  constexpr int PER = V4 / N, HALF = PER / 2;
+  static_assert(V4 % N == 0 && PER % 2 == 0 && H2 <= N, "whole float4 per thread, two halves");
+  const uint32_t peer = uint32_t(split) ^ 1u;  // cluster (1, 2, 1): rank = blockIdx.y = split
+  float* pLse = sRecv + H2 * kORow;
+  ws_cluster_sync();  // both CTAs' rows and lse staged
+  mark(25);
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    float4 v[HALF];
+#pragma unroll
+    for (int k = 0; k < HALF; ++k) {
+      const int j = tid + (half * HALF + k) * N, row = j / (kD / 4), c4 = j % (kD / 4);
+      v[k] = ld_peer_v4(sOut + (H2 * split + row) * kORow + c4 * 4, peer);
+    }
+#pragma unroll
+    for (int k = 0; k < HALF; ++k) {
+      const int j = tid + (half * HALF + k) * N, row = j / (kD / 4), c4 = j % (kD / 4);
+      *reinterpret_cast<float4*>(sRecv + row * kORow + c4 * 4) = v[k];
+    }
+  }
+  if (tid < H2) pLse[tid] = ld_peer_f32(sLse2 + H2 * split + tid, peer);
+  mark(21);
+  ws_cluster_sync();  // the peer is done reading this CTA's rows; this CTA's copies are in place
+  const int c8 = tid % 64;
+#pragma unroll 4
+  for (int i = tid / 64; i < H2; i += N / 64) {
+    const int r = H2 * split + i, h = h0 + r;
+    if (h >= p.H) break;
+    const float own_l = sLse2[r], peer_l = pLse[i];
+    const float* row = sOut + r * kORow + c8 * 8;
+    const float* prow = sRecv + i * kORow + c8 * 8;
+    const float4 o0 = *reinterpret_cast<const float4*>(row), o1 = *reinterpret_cast<const float4*>(row + 4);
+    const float4 q0 = *reinterpret_cast<const float4*>(prow), q1 = *reinterpret_cast<const float4*>(prow + 4);
+    ws_combine_row(p, t, h, c8, split, own_l, peer_l, o0, o1, q0, q1);
+  }
 }
 
 // One k-step of the WS kernel's S over all 64 candidates: D[64 x 64] += Q[64 x 16] . K[64 x 16]^T,
@@ -2775,21 +2847,26 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   // ---- epilogue: the staged rows to global memory
   DSPARKCTL_WS_TL_ABS(22);
   cta_sync_divergent();
+  // (timeline builds with -DDSPARKCTL_TL_CLUSTER_MARKS only, session 28) thread 0's cycles since
+  // entry in slots 24 (both warpgroups staged), 25 and 21 (ws_cluster_combine's): they replace the
+  // range, Q-in-registers and Q-in-shared-memory marks in those builds
+  auto tl_mark = [&](int slot) {
 #if defined(DSPARKCTL_TIMELINE) && defined(DSPARKCTL_TL_CLUSTER_MARKS)
-  // (timeline builds only, session 28) slots 24 / 25 (otherwise the range and Q-in-registers
-  // marks): both warpgroups staged, then the first cluster rendezvous passed
-  DSPARKCTL_WS_TL_ABS(24);
-  if (kWsClusterCombine && num_splits == 2) {
-    ws_cluster_sync();
-    DSPARKCTL_WS_TL_ABS(25);
-    ws_cluster_combine<M, kCT, false>(p, sOut, reinterpret_cast<const float*>(smem + W::OFF_LSE2), t, h0, split, tid);
-  } else
+    DSPARKCTL_WS_TL_ABS(slot);
 #else
-  if (kWsClusterCombine && num_splits == 2)
-    ws_cluster_combine<M, kCT>(p, sOut, reinterpret_cast<const float*>(smem + W::OFF_LSE2), t, h0, split, tid);
-  else
+    (void)slot;
 #endif
+  };
+  tl_mark(24);
+  if (kWsClusterCombine && num_splits == 2) {
+    if constexpr (kWsCombinePullFirst)
+      ws_cluster_combine_pull_first<M, kCT>(p, sOut, reinterpret_cast<const float*>(smem + W::OFF_LSE2),
+                                            reinterpret_cast<float*>(smem + W::OFF_RECV), t, h0, split, tid, tl_mark);
+    else
+      ws_cluster_combine<M, kCT>(p, sOut, reinterpret_cast<const float*>(smem + W::OFF_LSE2), t, h0, split, tid, tl_mark);
+  } else {
     ws_write_rows<M, kCT>(p, sOut, t, h0, split, num_splits, tid);
+  }
   DSPARKCTL_WS_TL_ABS(23);
 #ifdef DSPARKCTL_TIMELINE
   if (tid == 0 && blockIdx.y * gridDim.x + blockIdx.x < kTlMaxCtas) {
