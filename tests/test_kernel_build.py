@@ -63,17 +63,21 @@ def test_kernel_compiles_for_every_shipped_arch(tmp_path: Path) -> None:
         assert b"g_tl_main" not in data
 
 
+def _compile_bench_cu(name: str, out: Path, *flags: str) -> bytes:
+    """Compile bench/NAME with nvcc for sm_90a (-O1: a compile check, not a build to run) and
+    return the output file's bytes; the bench harnesses include the kernel source itself."""
+    src = Path(__file__).resolve().parent.parent / "bench" / name
+    cmd = [str(build.find_nvcc()), "-O1", "-std=c++17", "-arch=sm_90a", *flags, str(src), "-o", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return out.read_bytes()
+
+
 @pytest.mark.skipif(build.find_nvcc() is None, reason="nvcc not installed: cannot compile-check CUDA")
 def test_phase_timeline_harness_compiles(tmp_path: Path) -> None:
     """bench/kernel_timeline.cu builds the kernel source with -DDSPARKCTL_TIMELINE; compiling it
     here keeps the instrumentation macros and the harness in step with the kernel."""
-    nvcc = build.find_nvcc()
-    src = Path(__file__).resolve().parent.parent / "bench" / "kernel_timeline.cu"
-    exe = tmp_path / "timeline"
-    cmd = [str(nvcc), "-O1", "-std=c++17", "-arch=sm_90a", "-DDSPARKCTL_TIMELINE", str(src), "-o", str(exe)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    data = exe.read_bytes()
+    data = _compile_bench_cu("kernel_timeline.cu", tmp_path / "timeline", "-DDSPARKCTL_TIMELINE")
     assert b"g_tl_main" in data and b"g_tl_combine" in data  # the instrumented kernel is in there
 
 
@@ -82,13 +86,8 @@ def test_cluster_occupancy_probe_compiles(tmp_path: Path) -> None:
     """bench/cluster_occupancy.cu asks the runtime how many clusters of the WS kernel fit at once
     (the fact behind session 28's rejected cluster combines); it reaches into the kernel source
     (prepared_ws_kernel, WsCfg::SMEM, kWsThreads), so it is compiled here to stay in step."""
-    nvcc = build.find_nvcc()
-    src = Path(__file__).resolve().parent.parent / "bench" / "cluster_occupancy.cu"
-    obj = tmp_path / "cluster_occupancy.o"
-    cmd = [str(nvcc), "-O1", "-std=c++17", "-arch=sm_90a", "-c", str(src), "-o", str(obj)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert b"cudaOccupancyMaxActiveClusters" in obj.read_bytes()
+    data = _compile_bench_cu("cluster_occupancy.cu", tmp_path / "cluster_occupancy.o", "-c")
+    assert b"cudaOccupancyMaxActiveClusters" in data
 
 
 def _ptxas_registers(out: str) -> dict[str, tuple[int, int]]:
