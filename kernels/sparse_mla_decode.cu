@@ -1979,7 +1979,8 @@ __host__ __device__ __forceinline__ bool ws_cluster_combines(int num_splits) {
   return kWsClusterCombine && num_splits == 2;
 }
 // A cluster-wide rendezvous of every thread of both CTAs (release / acquire: the staged rows are
-// visible to the peer after it), and a 16-byte load from the peer CTA's shared memory.
+// visible to the peer after it), a CTA-local shared address mapped to the peer CTA's, and 16- and
+// 4-byte loads from the peer's shared memory.
 [[maybe_unused]] __device__ __forceinline__ void ws_cluster_sync() {
 #if DSPARKCTL_WGMMA
   asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
@@ -2080,10 +2081,11 @@ __device__ __forceinline__ void ws_write_rows(const SparseMlaParams& p, const fl
 // staged rows): its factor (1/L and the sink gate; 0 for an empty row) and natural lse from the
 // weights' max and sum, the final lse's store, and the WS epilogue's store of 8 dims (bf16) and
 // of the lse (by the thread of dims 0-7). One definition, so every combine path rounds alike.
-// Empty means every split was empty (all lse -inf, so every weight and L are 0). A row whose every
-// split has a NaN lse (NaN in a referenced K or Q row) also has max -inf, since the weights' max
-// skips NaN, but L is NaN: it is not empty, and its lse is NaN as with one split and in the
-// reference (before session 28 the combine kernels reported such a row as empty, lse +inf).
+// Empty means every split was empty (all lse -inf, so every weight and L are 0). A row whose
+// splits' lse are NaN, or NaN and -inf (a NaN score next to finite ones in a split), has max -inf
+// (the weights' max skips NaN) or NaN, but L is NaN: it is not empty, and its lse is NaN as with
+// one split and in the reference (before session 28 the combine kernels took it for an empty row,
+// lse +inf, and so did v45's 2-split combine when one split was NaN and the other empty).
 struct CombinedRow {
   bool empty;
   float lse_nat, f;
@@ -2109,7 +2111,7 @@ struct CombinedRow {
 // peer's (q0, q1; peer_l): the combine kernels' arithmetic for 2 splits (weights 2^(lse_s - max),
 // zero weights never multiplied in, ((a0 + a1) + 0) + 0, then 1/L and the sink gate), bf16 row
 // and the final lse out.
-__device__ __forceinline__ void ws_combine_row(const SparseMlaParams& p, int t, int h, int c8, int split, float own_l,
+[[maybe_unused]] __device__ __forceinline__ void ws_combine_row(const SparseMlaParams& p, int t, int h, int c8, int split, float own_l,
                                                float peer_l, float4 o0, float4 o1, float4 q0, float4 q1) {
   const float l0 = split == 0 ? own_l : peer_l, l1 = split == 0 ? peer_l : own_l;
   float v0[8] = {o0.x, o0.y, o0.z, o0.w, o1.x, o1.y, o1.z, o1.w};
@@ -2140,7 +2142,8 @@ __device__ __forceinline__ void ws_combine_row(const SparseMlaParams& p, int t, 
 // v45: rows [M/2 split, M/2 (split + 1)) of the (token, head block) from this CTA's and the peer's
 // staged rows (ld.shared::cluster), by `N` threads, 8 dims each (ws_combine_row).
 // `mark(slot)`: the timeline-only marks (-DDSPARKCTL_TL_CLUSTER_MARKS; a no-op otherwise): slot 25
-// when the first rendezvous has passed, 21 when the rows are written, before the second.
+// when the first rendezvous has passed, 21 when the rows are written, before the second (in the
+// pull-first candidate below: 21 when the peer's rows are copied).
 template <int M, int N, class Mark>
 __device__ __forceinline__ void ws_cluster_combine(const SparseMlaParams& p, const float* sOut, const float* sLse2,
                                                    int t, int h0, int split, int tid, Mark&& mark) {
@@ -2166,8 +2169,8 @@ __device__ __forceinline__ void ws_cluster_combine(const SparseMlaParams& p, con
 // with both rendezvous before any global store. After the first, each CTA copies the peer's staged
 // rows it combines (and their lse) into its own shared memory, 16 float4 a thread, all loads of a
 // half issued before its stores; then the second rendezvous (the peer is done reading this CTA's
-// rows, so either may exit after it); then the rows are combined from local shared memory, as v48
-// did, and written. Why: v45's second rendezvous comes after the CTA's 32 bf16 rows were stored,
+// rows, so either may exit after it); then the rows are combined from local shared memory, as
+// v48 did (bench/results/kernel_h200_v48_ws2_push/push.patch), and written. Why: v45's second rendezvous comes after the CTA's 32 bf16 rows were stored,
 // and its release compiles to MEMBAR.ALL.GPU, which waits for those stores; if that, not the
 // transfer, is what the ~10,000 cycles between the rendezvous are (the marks tell), this removes
 // it. Same values into the same arithmetic: the outputs should stay bit for bit v45's.
@@ -2848,8 +2851,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   DSPARKCTL_WS_TL_ABS(22);
   cta_sync_divergent();
   // (timeline builds with -DDSPARKCTL_TL_CLUSTER_MARKS only, session 28) thread 0's cycles since
-  // entry in slots 24 (both warpgroups staged), 25 and 21 (ws_cluster_combine's): they replace the
-  // range, Q-in-registers and Q-in-shared-memory marks in those builds
+  // entry in slots 24 (both warpgroups staged; every call), 25 and 21 (the 2-split combine's): they
+  // replace the range, Q-in-registers and Q-in-shared-memory marks in those builds
   auto tl_mark = [&](int slot) {
 #if defined(DSPARKCTL_TIMELINE) && defined(DSPARKCTL_TL_CLUSTER_MARKS)
     DSPARKCTL_WS_TL_ABS(slot);

@@ -324,11 +324,13 @@ def test_rope_magnitudes_across_tiles(heads: int, config: int) -> None:
     ids=["ws1", "ws2", "ws3", "ws5", "large2", "large4", "small3", "small16_20"],
 )  # fmt: skip
 def test_nan_in_every_split_gives_nan_lse(config: int, splits: int) -> None:
-    """A referenced row with a NaN in its rope, referenced once every 16 positions, so every split's
-    partial lse is NaN: the output and the lse of that token are NaN, as in the reference and as
-    with one split. (Before session 28 the combine kernels took such a row for an empty one, lse
-    +inf: the weights' max skips NaN, so it was -inf as for an empty row. The WS kernel's
-    in-kernel 2-split combine already gave NaN.) The other tokens stay finite."""
+    """A referenced row with a NaN in its rope, referenced once every 16 positions next to finite
+    candidates, so every split that has tiles has a NaN partial lse (16-head SMALL at 20 splits has
+    10 tiles of 32: every other split is empty, the NaN-and-empty case): the output and the lse of
+    that token are NaN, as in the reference and as with one split. (Before session 28 the combine
+    kernels took such a row for an empty one, lse +inf: the weights' max skips NaN, so it was -inf
+    as for an empty row. The WS kernel's in-kernel 2-split combine already gave NaN when both
+    splits were NaN.) The other tokens stay finite."""
     if config in _LARGE_CONFIGS and not _fits_large(config):
         pytest.skip("the large-smem layout does not fit this GPU's shared memory (SM120 / SM121)")
     gen = torch.Generator(device="cuda").manual_seed(2800 + config * 10 + splits)
