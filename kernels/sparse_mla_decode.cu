@@ -2861,7 +2861,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 #endif
   };
   tl_mark(24);
-  if (kWsClusterCombine && num_splits == 2) {
+  if (ws_cluster_combines(num_splits)) {
     if constexpr (kWsCombinePullFirst)
       ws_cluster_combine_pull_first<M, kCT>(p, sOut, reinterpret_cast<const float*>(smem + W::OFF_LSE2),
                                             reinterpret_cast<float*>(smem + W::OFF_RECV), t, h0, split, tid, tl_mark);
