@@ -2222,6 +2222,58 @@ __device__ __forceinline__ void ws_cluster_combine_pull_first(const SparseMlaPar
   }
 }
 
+// -DDSPARKCTL_WS_COMBINE_L2=1 (session 29 candidate, off by default): the same 2-split combine
+// with the exchange through L2 instead of distributed shared memory. Session 28's marks
+// (bench/results/kernel_h200_v49_pull_first/): copying the peer's 64 KB of staged rows over the
+// SM-to-SM network took ~4,600 cycles for thread 0 and ~8,600 for the slowest warp, whether loaded
+// (v45), pushed by a bulk copy (v48) or copied before any store (v49): ~7.6 bytes a cycle. Here
+// each CTA writes the half of its staged rows the peer combines to its split's slots of the fp32
+// workspace (ws_out, sized for 2 splits; the rows' base-2 lse are already in ws_lse, written by
+// finish_row), one cluster rendezvous (release / acquire at cluster scope orders those stores
+// before the peer's loads), then it combines its own half from its shared memory and the peer's
+// from L2 (ld.global.cg: never through L1, where an earlier call's line could sit). No shared
+// memory is read across CTAs, so no second rendezvous: a CTA may exit while the peer still reads
+// the workspace. Same values into the same arithmetic (ws_combine_row): the outputs should be bit
+// for bit v45's. Marks: 25 the rendezvous passed, 21 the rows written.
+#ifndef DSPARKCTL_WS_Q_EARLY
+#define DSPARKCTL_WS_Q_EARLY 0
+#endif
+#ifndef DSPARKCTL_WS_COMBINE_L2
+#define DSPARKCTL_WS_COMBINE_L2 0
+#endif
+static_assert(DSPARKCTL_WS_COMBINE_L2 == 0 || DSPARKCTL_WS_COMBINE_L2 == 1, "on or off");
+[[maybe_unused]] constexpr bool kWsCombineL2 = DSPARKCTL_WS_COMBINE_L2 == 1;
+template <int M, int N, class Mark>
+__device__ __forceinline__ void ws_cluster_combine_l2(const SparseMlaParams& p, const float* sOut, const float* sLse2,
+                                                      int t, int h0, int split, int tid, Mark&& mark) {
+  constexpr int H2 = M / 2;
+  const int peer = split ^ 1;  // cluster (1, 2, 1): rank = blockIdx.y = split
+  const int c4 = tid % 128;
+#pragma unroll
+  for (int i = tid / 128; i < H2; i += N / 128) {
+    const int r = H2 * peer + i, h = h0 + r;
+    if (h >= p.H) break;
+    *reinterpret_cast<float4*>(p.ws_out + ((int64_t(t) * p.H + h) * 2 + split) * kD + c4 * 4) =
+        *reinterpret_cast<const float4*>(sOut + r * kORow + c4 * 4);
+  }
+  ws_cluster_sync();  // both CTAs' halves (and every row's partial lse) in the workspace
+  mark(25);
+  const int c8 = tid % 64;
+#pragma unroll 4
+  for (int r = H2 * split + tid / 64; r < H2 * (split + 1); r += N / 64) {
+    const int h = h0 + r;
+    if (h >= p.H) break;
+    const int64_t th = int64_t(t) * p.H + h;
+    const float own_l = sLse2[r], peer_l = __ldcg(p.ws_lse + th * 2 + peer);
+    const float* row = sOut + r * kORow + c8 * 8;
+    const float4* prow = reinterpret_cast<const float4*>(p.ws_out + (th * 2 + peer) * kD + c8 * 8);
+    const float4 o0 = *reinterpret_cast<const float4*>(row), o1 = *reinterpret_cast<const float4*>(row + 4);
+    const float4 q0 = __ldcg(prow), q1 = __ldcg(prow + 1);
+    ws_combine_row(p, t, h, c8, split, own_l, peer_l, o0, o1, q0, q1);
+  }
+  mark(21);
+}
+
 // One k-step of the WS kernel's S over all 64 candidates: D[64 x 64] += Q[64 x 16] . K[64 x 16]^T,
 // both K-major by descriptor, accumulators in the m16n8 C layout (s[n]: candidates 8 n .. 8 n + 7).
 // v39: one instruction a k-step reads Q's 2 KB from shared memory once; v31-v38 issued two
@@ -2320,6 +2372,13 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const int sb = int((int64_t(ntf) * split) / num_splits);
   const int se = int((int64_t(ntf) * (split + 1)) / num_splits);
   asm volatile("griddepcontrol.wait;" ::: "memory");  // v23: no global access before this
+#if DSPARKCTL_WS_Q_EARLY
+  // (-DDSPARKCTL_WS_Q_EARLY=1, session 29 candidate) the consumers' Q loads issued before the
+  // range's length loads, as the main kernel's are, so their latencies overlap (Q lands ~2,000
+  // cycles after the range at DSpark T = 50; session 28's timelines)
+  uint4 qv[QRows<M>::QN];
+  if (tid < 256) typename QRows<M>::Src(p, t, h0, tid).load(qv);
+#endif
   const ValidTiles<BN> vt(p, t, ntf_m, sb, se);
   const int tile_begin = vt.begin;
   const int tile_end = vt.end;
@@ -2581,7 +2640,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     cta_sync_divergent();
     if (ws_cluster_combines(num_splits)) {  // the consumers' two cluster rendezvous (ws_cluster_combine)
       ws_cluster_sync();
-      ws_cluster_sync();
+      if constexpr (!kWsCombineL2) ws_cluster_sync();
     }
     return;
   }
@@ -2592,8 +2651,10 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   // path, as the main kernel), rope as bf16, all in the 128-byte swizzle.
   constexpr int kCT = 256;
   using QR = QRows<M>;
+#if !DSPARKCTL_WS_Q_EARLY
   uint4 qv[QR::QN];
   typename QR::Src(p, t, h0, tid).load(qv);
+#endif
   const bool q_nope_col = (tid % (kD / 8)) < kDN / 8;
   const bool q_slow = nbar_or(kWsConsumers, kCT, QR::odd(qv, q_nope_col) != 0);
   DSPARKCTL_WS_TL_ABS(25);
@@ -2862,7 +2923,9 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   };
   tl_mark(24);
   if (ws_cluster_combines(num_splits)) {
-    if constexpr (kWsCombinePullFirst)
+    if constexpr (kWsCombineL2)
+      ws_cluster_combine_l2<M, kCT>(p, sOut, reinterpret_cast<const float*>(smem + W::OFF_LSE2), t, h0, split, tid, tl_mark);
+    else if constexpr (kWsCombinePullFirst)
       ws_cluster_combine_pull_first<M, kCT>(p, sOut, reinterpret_cast<const float*>(smem + W::OFF_LSE2),
                                             reinterpret_cast<float*>(smem + W::OFF_RECV), t, h0, split, tid, tl_mark);
     else

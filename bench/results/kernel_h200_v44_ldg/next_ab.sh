@@ -41,4 +41,6 @@ SO=/tmp/kabn_$SAN/dsparkctl_sparse_mla_sm_90a.so RC=/tmp/kbuild_rc/dsparkctl_spa
 { echo "== memcheck ($SAN)"; DSPARKCTL_KERNEL_SO=$SO timeout 120 compute-sanitizer --tool memcheck --leak-check no python3 -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider -k "sanitizer_subset or clustered_ctas" 2>&1 | tail -4
   echo "== racecheck ($SAN rendezvous build)"; DSPARKCTL_KERNEL_SO=$RC timeout 120 compute-sanitizer --tool racecheck python3 -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider -k "sanitizer_subset and T2" 2>&1 | tail -4
   echo "== racecheck probe ($SAN rendezvous build)"; DSPARKCTL_KERNEL_SO=$RC timeout 120 compute-sanitizer --tool racecheck python3 bench/racecheck_ws_probe.py > $R/racecheck_probe.log 2>&1; echo "$(grep -c '^ok' $R/racecheck_probe.log) launches ok | $(grep SUMMARY $R/racecheck_probe.log)"; } 2>&1 | tee $R/sanitizers.txt
-rm -rf /tmp/kabn_* /tmp/kbuild_rc $R/abn/*.pt; cd $R && tar czf $OUT/r.tgz .
+# KEEP=1 (session 29): the variants' builds stay for the caller's own runs after this script
+[ -n "${KEEP:-}" ] || rm -rf /tmp/kabn_* /tmp/kbuild_rc
+rm -f $R/abn/*.pt; cd $R && tar czf $OUT/r.tgz .
