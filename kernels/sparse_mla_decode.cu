@@ -2258,18 +2258,35 @@ __device__ __forceinline__ void ws_cluster_combine_l2(const SparseMlaParams& p, 
   }
   ws_cluster_sync();  // both CTAs' halves (and every row's partial lse) in the workspace
   mark(25);
-  const int c8 = tid % 64;
-#pragma unroll 4
-  for (int r = H2 * split + tid / 64; r < H2 * (split + 1); r += N / 64) {
-    const int h = h0 + r;
-    if (h >= p.H) break;
+  // every load of the peer's rows issued before the first store: the loop of v45's form (a load,
+  // the arithmetic, a store, a row at a time) cannot move a load above the previous row's store
+  // (ptxas cannot tell p.out from the workspace), so its 8 rows cost 8 round trips (run1: ~8,300
+  // cycles from the rendezvous to the rows written)
+  constexpr int RPT = H2 / (N / 64);  // rows a thread
+  static_assert(H2 % (N / 64) == 0, "whole rows a thread");
+  const int c8 = tid % 64, r0 = H2 * split + tid / 64;
+  float4 q[RPT][2];
+  float peer_l[RPT];
+#pragma unroll
+  for (int k = 0; k < RPT; ++k) {
+    const int h = h0 + r0 + k * (N / 64);
     const int64_t th = int64_t(t) * p.H + h;
-    const float own_l = sLse2[r], peer_l = __ldcg(p.ws_lse + th * 2 + peer);
+    q[k][0] = q[k][1] = make_float4(0.f, 0.f, 0.f, 0.f);
+    peer_l[k] = -INFINITY;
+    if (h < p.H) {
+      const float4* prow = reinterpret_cast<const float4*>(p.ws_out + (th * 2 + peer) * kD + c8 * 8);
+      peer_l[k] = __ldcg(p.ws_lse + th * 2 + peer);
+      q[k][0] = __ldcg(prow);
+      q[k][1] = __ldcg(prow + 1);
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < RPT; ++k) {
+    const int r = r0 + k * (N / 64), h = h0 + r;
+    if (h >= p.H) break;
     const float* row = sOut + r * kORow + c8 * 8;
-    const float4* prow = reinterpret_cast<const float4*>(p.ws_out + (th * 2 + peer) * kD + c8 * 8);
     const float4 o0 = *reinterpret_cast<const float4*>(row), o1 = *reinterpret_cast<const float4*>(row + 4);
-    const float4 q0 = __ldcg(prow), q1 = __ldcg(prow + 1);
-    ws_combine_row(p, t, h, c8, split, own_l, peer_l, o0, o1, q0, q1);
+    ws_combine_row(p, t, h, c8, split, sLse2[r], peer_l[k], o0, o1, q[k][0], q[k][1]);
   }
   mark(21);
 }
