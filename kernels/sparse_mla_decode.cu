@@ -2049,6 +2049,23 @@ struct WsCfg {
   static_assert(OFF_BAR % 8 == 0, "mbarrier alignment");
 };
 
+// -DDSPARKCTL_WS_ROLLED_EPILOGUE=1 (session 29 candidate, off by default): the WS epilogue's row
+// loops (the rows' write, the 2-split cluster combine) kept rolled. Why: they run once per CTA,
+// so each instruction of an unrolled body is fetched cold. The 2-split combine took ~8,300-9,100
+// cycles from its rendezvous to its rows written whatever fed it (shared memory of the peer, L2,
+// loads batched or not; bench/results/kernel_h200_v49_l2_combine/), ~270 instructions a row (the
+// weights, 1/L, the lse) unrolled 4 or 8 times; the 1-split write of 64 bf16 rows ~3,000.
+#ifndef DSPARKCTL_WS_ROLLED_EPILOGUE
+#define DSPARKCTL_WS_ROLLED_EPILOGUE 0
+#endif
+#if DSPARKCTL_WS_ROLLED_EPILOGUE
+#define DSPARKCTL_WS_WRITE_UNROLL _Pragma("unroll 1")
+#define DSPARKCTL_WS_COMBINE_UNROLL _Pragma("unroll 1")
+#else
+#define DSPARKCTL_WS_WRITE_UNROLL _Pragma("unroll")
+#define DSPARKCTL_WS_COMBINE_UNROLL _Pragma("unroll 4")
+#endif
+
 // The staged output rows (fp32, [M][kORow]) to global memory by `n` threads: bf16 rows (one
 // split) or the fp32 partials.
 template <int M, int N>
@@ -2056,7 +2073,7 @@ __device__ __forceinline__ void ws_write_rows(const SparseMlaParams& p, const fl
                                               int num_splits, int tid) {
   if (num_splits == 1) {
     const int c8 = tid % 64;
-#pragma unroll
+DSPARKCTL_WS_WRITE_UNROLL
     for (int r = tid / 64; r < M; r += N / 64) {
       const int h = h0 + r;
       if (h >= p.H) break;
@@ -2067,7 +2084,7 @@ __device__ __forceinline__ void ws_write_rows(const SparseMlaParams& p, const fl
     }
   } else {
     const int c4 = tid % 128;
-#pragma unroll
+DSPARKCTL_WS_WRITE_UNROLL
     for (int r = tid / 128; r < M; r += N / 128) {
       const int h = h0 + r;
       if (h >= p.H) break;
@@ -2151,7 +2168,7 @@ __device__ __forceinline__ void ws_cluster_combine(const SparseMlaParams& p, con
   mark(25);
   const uint32_t peer = uint32_t(split) ^ 1u;  // cluster (1, 2, 1): rank = blockIdx.y = split
   const int c8 = tid % 64;
-#pragma unroll 4
+DSPARKCTL_WS_COMBINE_UNROLL
   for (int r = (M / 2) * split + tid / 64; r < (M / 2) * (split + 1); r += N / 64) {
     const int h = h0 + r;
     if (h >= p.H) break;
