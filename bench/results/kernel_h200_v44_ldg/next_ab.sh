@@ -23,7 +23,7 @@ for v in "$@"; do
   [ "$n" = "$SAN" ] && timeout 300 python3 bench/build_kernel.py sm_90a /tmp/kbuild_rc $R/build_rc.log $f -DDSPARKCTL_WS_RACECHECK_SYNC > /dev/null &
 done
 wait
-OUT=$R/abn PREBUILT=1 TESTS=1 COMPARE=1 TEST_TIMEOUT=120 ROUNDS=3 timeout 420 bash bench/kernel_abn.sh "$@" 2>&1 \
+OUT=$R/abn PREBUILT=1 TESTS=1 COMPARE=1 TEST_TIMEOUT=120 ROUNDS=${ROUNDS:-3} timeout 420 bash bench/kernel_abn.sh "$@" 2>&1 \
   | tee $R/abn.txt | grep -vE "^decode H=(16|32)"
 # BASE_TESTS=1: the GPU tests on the baseline build too (a new test the shipped build has not run)
 if [ -n "${BASE_TESTS:-}" ]; then

@@ -13,7 +13,7 @@ mkdir -p /tmp/marks
 timeout 400 nvcc -O3 -std=c++17 -arch=sm_90a -DDSPARKCTL_TIMELINE -DDSPARKCTL_TL_CLUSTER_MARKS bench/kernel_timeline.cu -o /tmp/tlm_v46 > /tmp/marks/build_v46.log 2>&1 &
 timeout 400 nvcc -O3 -std=c++17 -arch=sm_90a -DDSPARKCTL_TIMELINE -DDSPARKCTL_TL_CLUSTER_MARKS $FL bench/kernel_timeline.cu -o /tmp/tlm_ru > /tmp/marks/build_ru.log 2>&1 &
 timeout 400 python3 bench/build_kernel.py sm_90a /tmp/kru90s /tmp/marks/build_ru90s.log -DDSPARKCTL_SMALL_MIN_BLOCKS=1 $FL > /dev/null &
-KEEP=1 SAN=ru bash bench/results/kernel_h200_v44_ldg/next_ab.sh v46= ru=$FL
+ROUNDS=2 KEEP=1 SAN=ru bash bench/results/kernel_h200_v44_ldg/next_ab.sh v46= ru=$FL
 wait
 mkdir -p $R/marks; cp /tmp/marks/*.log $R/marks/
 for v in v46 ru; do
