@@ -2039,32 +2039,11 @@ struct WsCfg {
   static constexpr int OFF_BAR = OFF_PSCL + kSlots * BN * 8;    // uint64 full[2], empty[2], raw[2], offs[2]
   static constexpr int OFF_LSE2 = OFF_BAR + 64;  // float [M]: the rows' partial lse (cluster combine)
   static constexpr int SMEM = OFF_LSE2 + (kWsClusterCombine ? M * 4 : 0);
-  // (-DDSPARKCTL_WS_COMBINE_PULL_FIRST) the peer's rows this CTA combines, copied here past its own
-  // staged rows (over the KV tiles and the P buffers, free once both tile loops are done)
-  static constexpr int OFF_RECV = M * kORow * 4;
-  static_assert(OFF_RECV + (M / 2) * kORow * 4 + (M / 2) * 4 <= OFF_VALID, "the receive area ends before the live slots");
   static_assert(SMEM <= 227 * 1024, "fits the opt-in shared memory of a Hopper CTA");
   static_assert(OFF_KV % 1024 == 0 && OFF_P16 % 1024 == 0 && OFF_PHI % 1024 == 0 && OFF_PLO % 1024 == 0, "wgmma operands");
   static_assert(M * kORow * 4 <= OFF_P16, "the epilogue stages the fp32 rows over Q and the KV tiles");
   static_assert(OFF_BAR % 8 == 0, "mbarrier alignment");
 };
-
-// -DDSPARKCTL_WS_ROLLED_EPILOGUE=1 (session 29 candidate, off by default): the WS epilogue's row
-// loops (the rows' write, the 2-split cluster combine) kept rolled. Why: they run once per CTA,
-// so each instruction of an unrolled body is fetched cold. The 2-split combine took ~8,300-9,100
-// cycles from its rendezvous to its rows written whatever fed it (shared memory of the peer, L2,
-// loads batched or not; bench/results/kernel_h200_v49_l2_combine/), ~270 instructions a row (the
-// weights, 1/L, the lse) unrolled 4 or 8 times; the 1-split write of 64 bf16 rows ~3,000.
-#ifndef DSPARKCTL_WS_ROLLED_EPILOGUE
-#define DSPARKCTL_WS_ROLLED_EPILOGUE 0
-#endif
-#if DSPARKCTL_WS_ROLLED_EPILOGUE
-#define DSPARKCTL_WS_WRITE_UNROLL _Pragma("unroll 1")
-#define DSPARKCTL_WS_COMBINE_UNROLL _Pragma("unroll 1")
-#else
-#define DSPARKCTL_WS_WRITE_UNROLL _Pragma("unroll")
-#define DSPARKCTL_WS_COMBINE_UNROLL _Pragma("unroll 4")
-#endif
 
 // The staged output rows (fp32, [M][kORow]) to global memory by `n` threads: bf16 rows (one
 // split) or the fp32 partials.
@@ -2073,7 +2052,7 @@ __device__ __forceinline__ void ws_write_rows(const SparseMlaParams& p, const fl
                                               int num_splits, int tid) {
   if (num_splits == 1) {
     const int c8 = tid % 64;
-DSPARKCTL_WS_WRITE_UNROLL
+#pragma unroll
     for (int r = tid / 64; r < M; r += N / 64) {
       const int h = h0 + r;
       if (h >= p.H) break;
@@ -2084,7 +2063,7 @@ DSPARKCTL_WS_WRITE_UNROLL
     }
   } else {
     const int c4 = tid % 128;
-DSPARKCTL_WS_WRITE_UNROLL
+#pragma unroll
     for (int r = tid / 128; r < M; r += N / 128) {
       const int h = h0 + r;
       if (h >= p.H) break;
@@ -2159,8 +2138,7 @@ struct CombinedRow {
 // v45: rows [M/2 split, M/2 (split + 1)) of the (token, head block) from this CTA's and the peer's
 // staged rows (ld.shared::cluster), by `N` threads, 8 dims each (ws_combine_row).
 // `mark(slot)`: the timeline-only marks (-DDSPARKCTL_TL_CLUSTER_MARKS; a no-op otherwise): slot 25
-// when the first rendezvous has passed, 21 when the rows are written, before the second (in the
-// pull-first candidate below: 21 when the peer's rows are copied).
+// when the first rendezvous has passed, 21 when the rows are written, before the second.
 template <int M, int N, class Mark>
 __device__ __forceinline__ void ws_cluster_combine(const SparseMlaParams& p, const float* sOut, const float* sLse2,
                                                    int t, int h0, int split, int tid, Mark&& mark) {
@@ -2168,7 +2146,7 @@ __device__ __forceinline__ void ws_cluster_combine(const SparseMlaParams& p, con
   mark(25);
   const uint32_t peer = uint32_t(split) ^ 1u;  // cluster (1, 2, 1): rank = blockIdx.y = split
   const int c8 = tid % 64;
-DSPARKCTL_WS_COMBINE_UNROLL
+#pragma unroll 4
   for (int r = (M / 2) * split + tid / 64; r < (M / 2) * (split + 1); r += N / 64) {
     const int h = h0 + r;
     if (h >= p.H) break;
@@ -2180,132 +2158,6 @@ DSPARKCTL_WS_COMBINE_UNROLL
   }
   mark(21);
   ws_cluster_sync();  // the peer has read this CTA's rows
-}
-
-// -DDSPARKCTL_WS_COMBINE_PULL_FIRST=1 (session 28 candidate, off by default): the same combine
-// with both rendezvous before any global store. After the first, each CTA copies the peer's staged
-// rows it combines (and their lse) into its own shared memory, 16 float4 a thread, all loads of a
-// half issued before its stores; then the second rendezvous (the peer is done reading this CTA's
-// rows, so either may exit after it); then the rows are combined from local shared memory, as
-// v48 did (bench/results/kernel_h200_v48_ws2_push/push.patch), and written. Why: v45's second rendezvous comes after the CTA's 32 bf16 rows were stored,
-// and its release compiles to MEMBAR.ALL.GPU, which waits for those stores; if that, not the
-// transfer, is what the ~10,000 cycles between the rendezvous are (the marks tell), this removes
-// it. Same values into the same arithmetic: the outputs should stay bit for bit v45's.
-#ifndef DSPARKCTL_WS_COMBINE_PULL_FIRST
-#define DSPARKCTL_WS_COMBINE_PULL_FIRST 0
-#endif
-static_assert(DSPARKCTL_WS_COMBINE_PULL_FIRST == 0 || DSPARKCTL_WS_COMBINE_PULL_FIRST == 1, "on or off");
-[[maybe_unused]] constexpr bool kWsCombinePullFirst = DSPARKCTL_WS_COMBINE_PULL_FIRST == 1;
-template <int M, int N, class Mark>
-__device__ __forceinline__ void ws_cluster_combine_pull_first(const SparseMlaParams& p, const float* sOut,
-                                                              const float* sLse2, float* sRecv, int t, int h0,
-                                                              int split, int tid, Mark&& mark) {
-  constexpr int H2 = M / 2;
-  constexpr int V4 = H2 * (kD / 4);  // float4 of the rows to copy
-  constexpr int PER = V4 / N, HALF = PER / 2;
-  static_assert(V4 % N == 0 && PER % 2 == 0 && H2 <= N, "whole float4 per thread, two halves");
-  const uint32_t peer = uint32_t(split) ^ 1u;  // cluster (1, 2, 1): rank = blockIdx.y = split
-  float* pLse = sRecv + H2 * kORow;
-  ws_cluster_sync();  // both CTAs' rows and lse staged
-  mark(25);
-#pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    float4 v[HALF];
-#pragma unroll
-    for (int k = 0; k < HALF; ++k) {
-      const int j = tid + (half * HALF + k) * N, row = j / (kD / 4), c4 = j % (kD / 4);
-      v[k] = ld_peer_v4(sOut + (H2 * split + row) * kORow + c4 * 4, peer);
-    }
-#pragma unroll
-    for (int k = 0; k < HALF; ++k) {
-      const int j = tid + (half * HALF + k) * N, row = j / (kD / 4), c4 = j % (kD / 4);
-      *reinterpret_cast<float4*>(sRecv + row * kORow + c4 * 4) = v[k];
-    }
-  }
-  if (tid < H2) pLse[tid] = ld_peer_f32(sLse2 + H2 * split + tid, peer);
-  mark(21);
-  ws_cluster_sync();  // the peer is done reading this CTA's rows; this CTA's copies are in place
-  const int c8 = tid % 64;
-#pragma unroll 4
-  for (int i = tid / 64; i < H2; i += N / 64) {
-    const int r = H2 * split + i, h = h0 + r;
-    if (h >= p.H) break;
-    const float own_l = sLse2[r], peer_l = pLse[i];
-    const float* row = sOut + r * kORow + c8 * 8;
-    const float* prow = sRecv + i * kORow + c8 * 8;
-    const float4 o0 = *reinterpret_cast<const float4*>(row), o1 = *reinterpret_cast<const float4*>(row + 4);
-    const float4 q0 = *reinterpret_cast<const float4*>(prow), q1 = *reinterpret_cast<const float4*>(prow + 4);
-    ws_combine_row(p, t, h, c8, split, own_l, peer_l, o0, o1, q0, q1);
-  }
-}
-
-// -DDSPARKCTL_WS_COMBINE_L2=1 (session 29 candidate, off by default): the same 2-split combine
-// with the exchange through L2 instead of distributed shared memory. Session 28's marks
-// (bench/results/kernel_h200_v49_pull_first/): copying the peer's 64 KB of staged rows over the
-// SM-to-SM network took ~4,600 cycles for thread 0 and ~8,600 for the slowest warp, whether loaded
-// (v45), pushed by a bulk copy (v48) or copied before any store (v49): ~7.6 bytes a cycle. Here
-// each CTA writes the half of its staged rows the peer combines to its split's slots of the fp32
-// workspace (ws_out, sized for 2 splits; the rows' base-2 lse are already in ws_lse, written by
-// finish_row), one cluster rendezvous (release / acquire at cluster scope orders those stores
-// before the peer's loads), then it combines its own half from its shared memory and the peer's
-// from L2 (ld.global.cg: never through L1, where an earlier call's line could sit). No shared
-// memory is read across CTAs, so no second rendezvous: a CTA may exit while the peer still reads
-// the workspace. Same values into the same arithmetic (ws_combine_row): the outputs should be bit
-// for bit v45's. Marks: 25 the rendezvous passed, 21 the rows written.
-#ifndef DSPARKCTL_WS_Q_EARLY
-#define DSPARKCTL_WS_Q_EARLY 0
-#endif
-#ifndef DSPARKCTL_WS_COMBINE_L2
-#define DSPARKCTL_WS_COMBINE_L2 0
-#endif
-static_assert(DSPARKCTL_WS_COMBINE_L2 == 0 || DSPARKCTL_WS_COMBINE_L2 == 1, "on or off");
-[[maybe_unused]] constexpr bool kWsCombineL2 = DSPARKCTL_WS_COMBINE_L2 == 1;
-template <int M, int N, class Mark>
-__device__ __forceinline__ void ws_cluster_combine_l2(const SparseMlaParams& p, const float* sOut, const float* sLse2,
-                                                      int t, int h0, int split, int tid, Mark&& mark) {
-  constexpr int H2 = M / 2;
-  const int peer = split ^ 1;  // cluster (1, 2, 1): rank = blockIdx.y = split
-  const int c4 = tid % 128;
-#pragma unroll
-  for (int i = tid / 128; i < H2; i += N / 128) {
-    const int r = H2 * peer + i, h = h0 + r;
-    if (h >= p.H) break;
-    *reinterpret_cast<float4*>(p.ws_out + ((int64_t(t) * p.H + h) * 2 + split) * kD + c4 * 4) =
-        *reinterpret_cast<const float4*>(sOut + r * kORow + c4 * 4);
-  }
-  ws_cluster_sync();  // both CTAs' halves (and every row's partial lse) in the workspace
-  mark(25);
-  // every load of the peer's rows issued before the first store: the loop of v45's form (a load,
-  // the arithmetic, a store, a row at a time) cannot move a load above the previous row's store
-  // (ptxas cannot tell p.out from the workspace), so its 8 rows cost 8 round trips (run1: ~8,300
-  // cycles from the rendezvous to the rows written)
-  constexpr int RPT = H2 / (N / 64);  // rows a thread
-  static_assert(H2 % (N / 64) == 0, "whole rows a thread");
-  const int c8 = tid % 64, r0 = H2 * split + tid / 64;
-  float4 q[RPT][2];
-  float peer_l[RPT];
-#pragma unroll
-  for (int k = 0; k < RPT; ++k) {
-    const int h = h0 + r0 + k * (N / 64);
-    const int64_t th = int64_t(t) * p.H + h;
-    q[k][0] = q[k][1] = make_float4(0.f, 0.f, 0.f, 0.f);
-    peer_l[k] = -INFINITY;
-    if (h < p.H) {
-      const float4* prow = reinterpret_cast<const float4*>(p.ws_out + (th * 2 + peer) * kD + c8 * 8);
-      peer_l[k] = __ldcg(p.ws_lse + th * 2 + peer);
-      q[k][0] = __ldcg(prow);
-      q[k][1] = __ldcg(prow + 1);
-    }
-  }
-#pragma unroll
-  for (int k = 0; k < RPT; ++k) {
-    const int r = r0 + k * (N / 64), h = h0 + r;
-    if (h >= p.H) break;
-    const float* row = sOut + r * kORow + c8 * 8;
-    const float4 o0 = *reinterpret_cast<const float4*>(row), o1 = *reinterpret_cast<const float4*>(row + 4);
-    ws_combine_row(p, t, h, c8, split, sLse2[r], peer_l[k], o0, o1, q[k][0], q[k][1]);
-  }
-  mark(21);
 }
 
 // One k-step of the WS kernel's S over all 64 candidates: D[64 x 64] += Q[64 x 16] . K[64 x 16]^T,
@@ -2406,13 +2258,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const int sb = int((int64_t(ntf) * split) / num_splits);
   const int se = int((int64_t(ntf) * (split + 1)) / num_splits);
   asm volatile("griddepcontrol.wait;" ::: "memory");  // v23: no global access before this
-#if DSPARKCTL_WS_Q_EARLY
-  // (-DDSPARKCTL_WS_Q_EARLY=1, session 29 candidate) the consumers' Q loads issued before the
-  // range's length loads, as the main kernel's are, so their latencies overlap (Q lands ~2,000
-  // cycles after the range at DSpark T = 50; session 28's timelines)
-  uint4 qv[QRows<M>::QN];
-  if (tid < 256) typename QRows<M>::Src(p, t, h0, tid).load(qv);
-#endif
   const ValidTiles<BN> vt(p, t, ntf_m, sb, se);
   const int tile_begin = vt.begin;
   const int tile_end = vt.end;
@@ -2674,7 +2519,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     cta_sync_divergent();
     if (ws_cluster_combines(num_splits)) {  // the consumers' two cluster rendezvous (ws_cluster_combine)
       ws_cluster_sync();
-      if constexpr (!kWsCombineL2) ws_cluster_sync();
+      ws_cluster_sync();
     }
     return;
   }
@@ -2685,10 +2530,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   // path, as the main kernel), rope as bf16, all in the 128-byte swizzle.
   constexpr int kCT = 256;
   using QR = QRows<M>;
-#if !DSPARKCTL_WS_Q_EARLY
   uint4 qv[QR::QN];
   typename QR::Src(p, t, h0, tid).load(qv);
-#endif
   const bool q_nope_col = (tid % (kD / 8)) < kDN / 8;
   const bool q_slow = nbar_or(kWsConsumers, kCT, QR::odd(qv, q_nope_col) != 0);
   DSPARKCTL_WS_TL_ABS(25);
@@ -2957,13 +2800,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   };
   tl_mark(24);
   if (ws_cluster_combines(num_splits)) {
-    if constexpr (kWsCombineL2)
-      ws_cluster_combine_l2<M, kCT>(p, sOut, reinterpret_cast<const float*>(smem + W::OFF_LSE2), t, h0, split, tid, tl_mark);
-    else if constexpr (kWsCombinePullFirst)
-      ws_cluster_combine_pull_first<M, kCT>(p, sOut, reinterpret_cast<const float*>(smem + W::OFF_LSE2),
-                                            reinterpret_cast<float*>(smem + W::OFF_RECV), t, h0, split, tid, tl_mark);
-    else
-      ws_cluster_combine<M, kCT>(p, sOut, reinterpret_cast<const float*>(smem + W::OFF_LSE2), t, h0, split, tid, tl_mark);
+    ws_cluster_combine<M, kCT>(p, sOut, reinterpret_cast<const float*>(smem + W::OFF_LSE2), t, h0, split, tid, tl_mark);
   } else {
     ws_write_rows<M, kCT>(p, sOut, t, h0, split, num_splits, tid);
   }

@@ -150,8 +150,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     racecheck build of the warp-specialized kernel (-DDSPARKCTL_WS_RACECHECK_SYNC), v43's build
     without the L2 prefetch (-DDSPARKCTL_WS_L2_PREFETCH=0, the A/B baseline) and v44's build
     without the warp-row combine (-DDSPARKCTL_COMBINE_WARP_ROWS=0) and v45's build without the
-    cluster combine (-DDSPARKCTL_WS_CLUSTER_COMBINE=0) and session 28's candidate that finishes
-    both cluster rendezvous before any global store (-DDSPARKCTL_WS_COMBINE_PULL_FIRST=1), as
+    cluster combine (-DDSPARKCTL_WS_CLUSTER_COMBINE=0), as
     {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
     if build.find_nvcc() is None:
         pytest.skip("nvcc not installed: cannot compile-check CUDA")
@@ -166,7 +165,6 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_90a_ws_no_pf": ["-arch=sm_90a", "-DDSPARKCTL_WS_L2_PREFETCH=0"],
         "sm_90a_combine_block": ["-arch=sm_90a", "-DDSPARKCTL_COMBINE_WARP_ROWS=0"],
         "sm_90a_ws_no_cluster_combine": ["-arch=sm_90a", "-DDSPARKCTL_WS_CLUSTER_COMBINE=0"],
-        "sm_90a_ws_pull_first": ["-arch=sm_90a", "-DDSPARKCTL_WS_COMBINE_PULL_FIRST=1"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -367,23 +365,6 @@ def test_cluster_combine_is_only_in_the_ws_epilogues(kernel_ptx: dict[str, dict[
         assert ship.count("barrier.cluster.arrive.release;") == 4, name
         assert ship.count("barrier.cluster.wait.acquire;") == 4, name
         assert ship.count("mapa.shared::cluster") >= 3 and ship.count("ld.shared::cluster.v4.f32") >= 2, name
-
-
-def test_pull_first_candidate_stores_after_both_rendezvous(kernel_ptx: dict[str, dict[str, str]]) -> None:
-    """Session 28's candidate (-DDSPARKCTL_WS_COMBINE_PULL_FIRST=1, off by default until its device
-    run): only the WS kernels change, with the same four cluster rendezvous; the peer's rows are
-    still read with ld.shared::cluster, all between the consumers' two rendezvous, and no global
-    store is left between them (the shipped combine stores its bf16 rows there)."""
-    arrive = re.compile(r"barrier\.cluster\.arrive\.release;")
-    for name, ship, var in _ws_kernels_of(kernel_ptx, "sm_90a_ws_pull_first"):
-        a_var = [m.start() for m in arrive.finditer(var)]
-        a_ship = [m.start() for m in arrive.finditer(ship)]
-        # the producer's two rendezvous come first in the text, then the consumers'
-        assert len(a_var) == 4 and len(a_ship) == 4 and var.count("barrier.cluster.wait.acquire;") == 4, name
-        mid = var[a_var[2] : a_var[3]]
-        assert "ld.shared::cluster" in mid and "st.global" not in mid, name
-        assert "ld.shared::cluster" not in var[a_var[3] :], name
-        assert "st.global.v4.u32" in ship[a_ship[2] : a_ship[3]], name
 
 
 def test_every_kernel_source_is_hashed_and_shipped() -> None:
