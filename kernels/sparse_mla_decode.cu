@@ -2107,8 +2107,10 @@ struct CombinedRow {
 // peer's (q0, q1; peer_l): the combine kernels' arithmetic for 2 splits (weights 2^(lse_s - max),
 // zero weights never multiplied in, ((a0 + a1) + 0) + 0, then 1/L and the sink gate), bf16 row
 // and the final lse out.
-[[maybe_unused]] __device__ __forceinline__ void ws_combine_row(const SparseMlaParams& p, int t, int h, int c8, int split, float own_l,
-                                               float peer_l, float4 o0, float4 o1, float4 q0, float4 q1) {
+// kStore = false only in the timeline probe below (the row's sum returned instead of stored).
+template <bool kStore = true>
+[[maybe_unused]] __device__ __forceinline__ float ws_combine_row(const SparseMlaParams& p, int t, int h, int c8, int split, float own_l,
+                                                float peer_l, float4 o0, float4 o1, float4 q0, float4 q1) {
   const float l0 = split == 0 ? own_l : peer_l, l1 = split == 0 ? peer_l : own_l;
   float v0[8] = {o0.x, o0.y, o0.z, o0.w, o1.x, o1.y, o1.z, o1.w};
   float v1[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
@@ -2132,13 +2134,29 @@ struct CombinedRow {
     const float a1 = e1 != 0.f ? __fmaf_rn(e1, v1[k], 0.f) : 0.f;
     o[k] = __fadd_rn(__fadd_rn(__fadd_rn(a0, a1), 0.f), 0.f);
   }
-  cr.store(p, t, h, c8, o);
+  if constexpr (kStore) {
+    cr.store(p, t, h, c8, o);
+    return 0.f;
+  } else {
+    return ((o[0] + o[1]) + (o[2] + o[3])) * cr.f + ((o[4] + o[5]) + (o[6] + o[7])) + cr.lse_nat;
+  }
 }
 
 // v45: rows [M/2 split, M/2 (split + 1)) of the (token, head block) from this CTA's and the peer's
 // staged rows (ld.shared::cluster), by `N` threads, 8 dims each (ws_combine_row).
 // `mark(slot)`: the timeline-only marks (-DDSPARKCTL_TL_CLUSTER_MARKS; a no-op otherwise): slot 25
 // when the first rendezvous has passed, 21 when the rows are written, before the second.
+// -DDSPARKCTL_TL_COMBINE_PROBE=1 / 2 / 3 (timeline builds only, wrong outputs by design; session
+// 29): the loop without the peer's loads (this CTA's rows stand in for the peer's) / without the
+// rows' stores (each thread's sums kept in a register, stored once only if they come to an
+// impossible value, so the arithmetic stays) / without both. Which of them moves the loop's
+// ~9,000 cycles (bench/results/kernel_h200_v49_rolled/) tells what bounds it.
+#if defined(DSPARKCTL_TIMELINE) && defined(DSPARKCTL_TL_COMBINE_PROBE)
+constexpr int kTlCombineProbe = DSPARKCTL_TL_COMBINE_PROBE;
+#else
+constexpr int kTlCombineProbe = 0;
+#endif
+static_assert(kTlCombineProbe >= 0 && kTlCombineProbe <= 3, "probe 0-3");
 template <int M, int N, class Mark>
 __device__ __forceinline__ void ws_cluster_combine(const SparseMlaParams& p, const float* sOut, const float* sLse2,
                                                    int t, int h0, int split, int tid, Mark&& mark) {
@@ -2146,15 +2164,25 @@ __device__ __forceinline__ void ws_cluster_combine(const SparseMlaParams& p, con
   mark(25);
   const uint32_t peer = uint32_t(split) ^ 1u;  // cluster (1, 2, 1): rank = blockIdx.y = split
   const int c8 = tid % 64;
+  [[maybe_unused]] float probe_sum = 0.f;
 #pragma unroll 4
   for (int r = (M / 2) * split + tid / 64; r < (M / 2) * (split + 1); r += N / 64) {
     const int h = h0 + r;
     if (h >= p.H) break;
-    const float own_l = sLse2[r], peer_l = ld_peer_f32(sLse2 + r, peer);
+    const float own_l = sLse2[r], peer_l = (kTlCombineProbe & 1) == 0 ? ld_peer_f32(sLse2 + r, peer) : own_l;
     const float* row = sOut + r * kORow + c8 * 8;
     const float4 o0 = *reinterpret_cast<const float4*>(row), o1 = *reinterpret_cast<const float4*>(row + 4);
-    const float4 q0 = ld_peer_v4(row, peer), q1 = ld_peer_v4(row + 4, peer);
-    ws_combine_row(p, t, h, c8, split, own_l, peer_l, o0, o1, q0, q1);
+    if constexpr (kTlCombineProbe == 0) {
+      const float4 q0 = ld_peer_v4(row, peer), q1 = ld_peer_v4(row + 4, peer);
+      ws_combine_row(p, t, h, c8, split, own_l, peer_l, o0, o1, q0, q1);
+    } else {
+      const bool loads = (kTlCombineProbe & 1) == 0;
+      const float4 q0 = loads ? ld_peer_v4(row, peer) : o0, q1 = loads ? ld_peer_v4(row + 4, peer) : o1;
+      probe_sum += ws_combine_row<(kTlCombineProbe & 2) == 0>(p, t, h, c8, split, own_l, peer_l, o0, o1, q0, q1);
+    }
+  }
+  if constexpr (kTlCombineProbe != 0) {
+    if (probe_sum == 1.2345e-30f) p.lse[0] = probe_sum;
   }
   mark(21);
   ws_cluster_sync();  // the peer has read this CTA's rows

@@ -150,7 +150,8 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     racecheck build of the warp-specialized kernel (-DDSPARKCTL_WS_RACECHECK_SYNC), v43's build
     without the L2 prefetch (-DDSPARKCTL_WS_L2_PREFETCH=0, the A/B baseline) and v44's build
     without the warp-row combine (-DDSPARKCTL_COMBINE_WARP_ROWS=0) and v45's build without the
-    cluster combine (-DDSPARKCTL_WS_CLUSTER_COMBINE=0), as
+    cluster combine (-DDSPARKCTL_WS_CLUSTER_COMBINE=0) and two timeline builds with the combine's
+    marks, one with session 29's probe 3 (-DDSPARKCTL_TL_COMBINE_PROBE=3), as
     {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
     if build.find_nvcc() is None:
         pytest.skip("nvcc not installed: cannot compile-check CUDA")
@@ -165,6 +166,9 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_90a_ws_no_pf": ["-arch=sm_90a", "-DDSPARKCTL_WS_L2_PREFETCH=0"],
         "sm_90a_combine_block": ["-arch=sm_90a", "-DDSPARKCTL_COMBINE_WARP_ROWS=0"],
         "sm_90a_ws_no_cluster_combine": ["-arch=sm_90a", "-DDSPARKCTL_WS_CLUSTER_COMBINE=0"],
+        "sm_90a_tl_marks": ["-arch=sm_90a", "-DDSPARKCTL_TIMELINE", "-DDSPARKCTL_TL_CLUSTER_MARKS"],
+        "sm_90a_tl_probe3": ["-arch=sm_90a", "-DDSPARKCTL_TIMELINE", "-DDSPARKCTL_TL_CLUSTER_MARKS",
+                             "-DDSPARKCTL_TL_COMBINE_PROBE=3"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -365,6 +369,32 @@ def test_cluster_combine_is_only_in_the_ws_epilogues(kernel_ptx: dict[str, dict[
         assert ship.count("barrier.cluster.arrive.release;") == 4, name
         assert ship.count("barrier.cluster.wait.acquire;") == 4, name
         assert ship.count("mapa.shared::cluster") >= 3 and ship.count("ld.shared::cluster.v4.f32") >= 2, name
+
+
+def test_combine_probe_drops_only_the_peer_loads_and_row_stores(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """Session 29's timeline-only probe (bench/results/kernel_h200_v50_combine_probe/): probe 3
+    must time the 2-split combine loop without its peer loads and row stores and change nothing
+    else, or its marks would measure something other than what they claim. Against the marks build
+    only the WS kernels differ; between the consumers' two cluster rendezvous the marks build reads
+    the peer (ld.shared::cluster) and stores bf16 rows, the probe does neither, and both keep all
+    four rendezvous."""
+    marks, probe = kernel_ptx["sm_90a_tl_marks"], kernel_ptx["sm_90a_tl_probe3"]
+    assert marks.keys() == probe.keys()
+    ws = [name for name in marks if "ws_kernel" in name]
+    assert len(ws) == 2, ws
+    for name, body in marks.items():
+        if name not in ws:
+            assert probe[name] == body, name
+    arrive = re.compile(r"barrier\.cluster\.arrive\.release;")
+    for name in ws:
+        spans = []
+        for text in (marks[name], probe[name]):
+            a = [m.start() for m in arrive.finditer(text)]
+            # the producer's two rendezvous come first in the text, then the consumers'
+            assert len(a) == 4 and text.count("barrier.cluster.wait.acquire;") == 4, name
+            spans.append(text[a[2] : a[3]])
+        assert "ld.shared::cluster" in spans[0] and "st.global.v4.u32" in spans[0], name
+        assert "ld.shared::cluster" not in spans[1] and "st.global.v4.u32" not in spans[1], name
 
 
 def test_every_kernel_source_is_hashed_and_shipped() -> None:
