@@ -1,0 +1,69 @@
+"""bench/ab_table.py and bench/kernel_full_ab.sh on the CPU: the table from bench rounds, and the
+script's refusal of bad arguments before it touches anything (its GPU path runs on the device)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from benchscripts import BENCH, load
+
+ab = load("ab_table")
+
+
+def _round(folder: Path, side: str, r: int, rows: list[tuple[str, int, int, int, float, str]]) -> None:
+    data = {"rows": [{"kind": k, "H": h, "extra": e, "T": t, "ours_us": us, "plan": plan} for k, h, e, t, us, plan in rows]}
+    (folder / f"{side}_run{r}.json").write_text(json.dumps(data))
+
+
+def test_table_takes_best_of_rounds_and_matches_rows_by_shape(tmp_path: Path) -> None:
+    _round(tmp_path, "old", 1, [("dspark", 64, 0, 50, 16.0, "ws"), ("decode", 128, 1024, 1, 13.0, "large")])
+    _round(tmp_path, "old", 2, [("decode", 128, 1024, 1, 12.5, "large"), ("dspark", 64, 0, 50, 15.9, "ws")])
+    _round(tmp_path, "new", 1, [("dspark", 64, 0, 50, 15.2, "ws")])
+    _round(tmp_path, "new", 10, [("dspark", 64, 0, 50, 15.0, "ws"), ("decode", 128, 1024, 1, 12.9, "large")])
+    old, new = ab.load_side(tmp_path, "old"), ab.load_side(tmp_path, "new")
+    assert old[("dspark", 64, 0, 50)][0] == [16.0, 15.9]  # round order, rows matched by shape
+    assert new[("dspark", 64, 0, 50)][0] == [15.2, 15.0]  # run10 after run1, not before run2
+    lines = ab.table(old, new, ("v46", "cand"))
+    assert lines[0].endswith("best cand - v46")
+    assert lines[1] == "dspark H=64 +0 T=50 | ws | 16.00 / 15.90 | 15.20 / 15.00 | -0.90"
+    assert lines[2] == "decode H=128 +1024 T=1 | large | 13.00 / 12.50 | 12.90 | +0.40"
+
+
+def test_table_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert ab.main([]) == 2 and "ab_table.py DIR" in capsys.readouterr().err
+    assert ab.main([str(tmp_path)]) == 1 and "no new_run" in capsys.readouterr().err
+    _round(tmp_path, "new", 1, [("dspark", 64, 0, 5, 8.6, "small")])
+    assert ab.main([str(tmp_path)]) == 0
+    assert "n/a (no old rows)" in capsys.readouterr().out
+
+
+def test_every_bench_shell_script_parses() -> None:
+    """bash -n over bench/*.sh and the recorded device scripts: a syntax error would otherwise
+    surface only on the device, at the cost of a call."""
+    scripts = sorted(BENCH.glob("*.sh")) + sorted((BENCH / "results").glob("*/*.sh"))
+    assert len(scripts) > 10
+    for script in scripts:
+        proc = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
+        assert proc.returncode == 0, (script, proc.stderr)
+
+
+@pytest.mark.parametrize("args", [[], ["/nonexistent-tree"]])
+def test_full_ab_refuses_a_missing_old_tree(args: list[str], tmp_path: Path) -> None:
+    env = {**os.environ, "OUT": str(tmp_path)}
+    proc = subprocess.run(["bash", str(BENCH / "kernel_full_ab.sh"), *args], capture_output=True, text=True, env=env)
+    assert proc.returncode == 2, proc.stderr
+    assert "usage: OUT=... bash bench/kernel_full_ab.sh OLD_TREE" in proc.stderr
+    assert not (tmp_path / "r.tgz").exists()
+
+
+def test_full_ab_refuses_a_missing_out(tmp_path: Path) -> None:
+    tree = tmp_path / "old"
+    (tree / "kernels").mkdir(parents=True)
+    (tree / "kernels" / "sparse_mla_decode.cu").write_text("// an archived tree\n")
+    env = {k: v for k, v in os.environ.items() if k != "OUT"}
+    proc = subprocess.run(["bash", str(BENCH / "kernel_full_ab.sh"), str(tree)], capture_output=True, text=True, env=env)
+    assert proc.returncode == 2 and "set OUT" in proc.stderr
