@@ -1,8 +1,12 @@
 """One line per shape of the warp-specialized kernel's timeline (bench/kernel_timeline.cu JSON lines):
 the waits and phases the session-25 device scripts compared, summed over the median CTA's tiles
 (thread 0 of each role), so A/B scripts print them without each carrying its own copy of this.
+With --marks: the epilogue's marks of a -DDSPARKCTL_TL_CLUSTER_MARKS build instead (thread 0's
+cycles since entry, [median, max] over CTAs: both warpgroups staged, the 2-split combine's first
+rendezvous passed, its rows written, the end; at 1 split the middle two are the Q marks), in the
+form sessions 28-29's device scripts printed them.
 
-    python bench/ws_timeline_summary.py LABEL=FILE.jsonl [LABEL=FILE.jsonl ...]
+    python bench/ws_timeline_summary.py [--marks] LABEL=FILE.jsonl [LABEL=FILE.jsonl ...]
 """
 
 from __future__ import annotations
@@ -33,7 +37,30 @@ def lines(label: str, text: str) -> list[str]:
     return out
 
 
+# (printed name, timeline phase) of the marks build's slots 24, 25, 21 and 23
+MARKS = (("both_staged", "ws_range_at"), ("sync1", "ws_q_regs_at"), ("rows_written", "ws_q_ready_at"),
+         ("end", "ws_written_at"))
+
+
+def mark_lines(label: str, text: str) -> list[str]:
+    out = []
+    for raw in text.splitlines():
+        if not raw.strip():
+            continue
+        a = json.loads(raw)
+        ph = a["phase_cycles"]
+        parts = [label, str(a["H"]), str(a["extra"]), str(a["T"]), "splits", str(a["splits"]), "us",
+                 str(a["stream_us_per_call"])]
+        for name, key in MARKS:
+            parts += [name, str(ph[key])]
+        out.append(" ".join(parts))
+    return out
+
+
 def main(argv: list[str]) -> int:
+    marks = bool(argv) and argv[0] == "--marks"
+    if marks:
+        argv = argv[1:]
     if not argv or any("=" not in a for a in argv):
         print(__doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
         return 2
@@ -43,7 +70,7 @@ def main(argv: list[str]) -> int:
         if not p.is_file():
             print(f"{label}: no timeline at {path} (its run failed or timed out)", file=sys.stderr)
             continue
-        print("\n".join(lines(label, p.read_text())))
+        print("\n".join((mark_lines if marks else lines)(label, p.read_text())))
     return 0
 
 

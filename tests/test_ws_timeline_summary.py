@@ -39,3 +39,16 @@ def test_usage_and_missing_file(capsys: pytest.CaptureFixture[str], tmp_path: Pa
     assert tool.main(["nolabel"]) == 2
     assert tool.main([f"x={tmp_path / 'none.jsonl'}"]) == 0
     assert "no timeline" in capsys.readouterr().err
+
+
+def test_recorded_marks_lines(capsys: pytest.CaptureFixture[str]) -> None:
+    """--marks prints what session 29's device script printed from the same timeline (its copy of
+    this was inline): the marks of v46 at 1 and 2 splits."""
+    run = BENCH / "results" / "kernel_h200_v49_rolled" / "run1" / "marks"
+    want = [ln for ln in (run / "marks.txt").read_text().splitlines() if ln.startswith("v46 ")]
+    assert len(want) == 5
+    tool = load("ws_timeline_summary")
+    assert tool.mark_lines("v46", (run / "timeline_v46.jsonl").read_text()) == want
+    assert tool.main(["--marks", f"v46={run / 'timeline_v46.jsonl'}"]) == 0
+    assert capsys.readouterr().out.splitlines() == want
+    assert tool.main(["--marks"]) == 2

@@ -5,8 +5,10 @@
 # rows' stores, p3 = without both (-DDSPARKCTL_TL_COMBINE_PROBE, kernels/sparse_mla_decode.cu).
 # ~2-3 minutes (four nvcc builds in parallel, then 5 shapes each):
 #   bash bench/results/kernel_h200_v50_combine_probe/next.sh
-# Marks (thread 0, cycles since entry, median CTA): slot 24 both staged, 25 the first rendezvous
-# passed, 21 the rows written (p2 / p3: their sums made), 23 the second rendezvous passed.
+# Marks ([median, max] over CTAs of thread 0's cycles since entry): both_staged, sync1 (the first
+# rendezvous passed), rows_written (p2 / p3: their sums made), end (the second rendezvous passed);
+# the loop's span is rows_written - sync1 at the 2-split shapes (at 1 split the middle two are the
+# Q marks; there end - both_staged is the write).
 set -uo pipefail
 R=/tmp/r; rm -rf $R; mkdir -p $R
 for v in 0 1 2 3; do
@@ -20,16 +22,6 @@ for v in 0 1 2 3; do
     timeout 20 /tmp/tlp_$v $sh >> $R/timeline_p$v.jsonl || echo "TL FAILED p$v $sh"
   done
 done
-python3 - $R <<'PY' | tee $R/probe.txt
-import json, sys
-from pathlib import Path
-print("probe H extra T splits | us | staged -> rendezvous -> rows -> end (cycles) | loop span")
-for v in range(4):
-    p = Path(sys.argv[1]) / f"timeline_p{v}.jsonl"
-    for line in (p.read_text().splitlines() if p.exists() else []):
-        a = json.loads(line); ph = a["phase_cycles"]
-        st, s1, rw, end = (ph[k][0] for k in ("ws_range_at", "ws_q_regs_at", "ws_q_ready_at", "ws_written_at"))
-        span = rw - s1 if a["splits"] == 2 else end - st
-        print(f"p{v} {a['H']} {a['extra']} {a['T']} {a['splits']} | {a['stream_us_per_call']} | {st} -> {s1} -> {rw} -> {end} | {span}")
-PY
+python3 bench/ws_timeline_summary.py --marks p0=$R/timeline_p0.jsonl p1=$R/timeline_p1.jsonl p2=$R/timeline_p2.jsonl \
+  p3=$R/timeline_p3.jsonl | tee $R/probe.txt
 cd $R && tar czf $OUT/r.tgz .
