@@ -14,26 +14,31 @@
 # rounds and a table (best of the rounds, new - old). Results under /tmp/r, packed into
 # $OUT/r.tgz after every step, so a timeout keeps what ran.
 set -uo pipefail
-cd "$(dirname "$0")/.."
 OLD=${1:-}
 if [ -z "$OLD" ] || [ ! -f "$OLD/kernels/sparse_mla_decode.cu" ]; then
   echo "usage: OUT=... bash bench/kernel_full_ab.sh OLD_TREE [FLAGS]  (OLD_TREE: an archived tree with kernels/sparse_mla_decode.cu; got '${OLD}')" >&2
   exit 2
 fi
 [ -n "${OUT:-}" ] || { echo "kernel_full_ab.sh: set OUT (the folder r.tgz goes to)" >&2; exit 2; }
+# relative paths are the caller's: resolved before the cd to the repository root
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
 OLD=$(cd "$OLD" && pwd)
-FL=${2:-}; FL=${FL//,/ }
 PEER=${PEER:-.dev/s30/kernel_peer/flash_mla_sm120_triton.py}
+cd "$(dirname "$0")/.."
+[ -f "$PEER" ] || { echo "kernel_full_ab.sh: no Triton peer at $PEER (carry .dev/s30/kernel_peer or set PEER)" >&2; exit 2; }
+PEER=$(cd "$(dirname "$PEER")" && pwd)/$(basename "$PEER")
+FL=${2:-}; FL=${FL//,/ }
 ON=${OLD_NAME:-old}; NN=${NEW_NAME:-new}
 R=/tmp/r; rm -rf $R; mkdir -p $R/ab; export PYTHONUNBUFFERED=1
 SO=dsparkctl_sparse_mla_sm_90a.so
 pack() { (cd $R && tar czf "$OUT/r.tgz" .); }
 (cd "$OLD" && PYTHONPATH=$OLD timeout 300 python3 "$OLDPWD/bench/build_kernel.py" sm_90a /tmp/kold $R/ab/build_old.log > /dev/null) &
+OLD_BUILD=$!
 OUT=$R/full KERNEL_NVCC_EXTRA="$FL" PYTHONPATH=$PWD timeout 300 bash bench/kernel_device_run.sh "$PEER" --with-predecessor \
   > $R/full_run.log 2>&1
 grep -vE "^\|" $R/full_run.log | grep -vE "^(SKIPPED|\.|s)" | tail -22
-if ! grep -qE "^[0-9]+ passed" $R/full/gpu_tests.log || grep -qE "[0-9]+ failed" $R/full/gpu_tests.log; then
-  echo "GPU TESTS DID NOT PASS: stopping"; rm -f $R/full/*.so; pack; exit 1
+if ! grep -qE "^[0-9]+ passed" $R/full/gpu_tests.log || grep -qE "[0-9]+ (failed|errors?)" $R/full/gpu_tests.log; then
+  echo "GPU TESTS DID NOT PASS: stopping"; kill $OLD_BUILD 2> /dev/null; rm -f $R/full/*.so; pack; exit 1
 fi
 wait; [ -f /tmp/kold/$SO ] || { echo "OLD BUILD FAILED"; tail -20 $R/ab/build_old.log; rm -f $R/full/*.so; pack; exit 1; }
 export PYTHONPATH=$PWD
@@ -47,6 +52,6 @@ for r in $(seq "${ROUNDS:-3}"); do for side in old new; do
   so=/tmp/kold/$SO; [ $side = new ] && so=/tmp/kbuild/$SO
   DSPARKCTL_KERNEL_SO=$so timeout 90 python3 bench/bench_kernel.py --short --json $R/ab/${side}_run$r.json \
     --md $R/ab/${side}_run$r.md > $R/ab/bench_${side}_run$r.log 2>&1 || echo "BENCH FAILED $side $r"
-done; done
+done; pack; done
 python3 bench/ab_table.py $R/ab "$ON" "$NN" | tee $R/ab.txt
 pack

@@ -2091,12 +2091,15 @@ struct CombinedRow {
     f = empty ? 0.f : 1.f / L;
     if (!empty && p.sink != nullptr) f *= 1.f / (1.f + expf(__ldg(p.sink + h) - lse_nat));
   }
-  __device__ __forceinline__ void store(const SparseMlaParams& p, int t, int h, int c8, const float (&o)[8]) const {
+  [[maybe_unused]] __device__ __forceinline__ void store(const SparseMlaParams& p, int t, int h, int c8,
+                                                         const float (&o)[8]) const {
     const int64_t th = int64_t(t) * p.H + h;
-    *reinterpret_cast<uint4*>(reinterpret_cast<__nv_bfloat16*>(p.out) + th * kD + c8 * 8) =
-        make_uint4(pack_bf16(o[0] * f, o[1] * f), pack_bf16(o[2] * f, o[3] * f), pack_bf16(o[4] * f, o[5] * f),
-                   pack_bf16(o[6] * f, o[7] * f));
+    *reinterpret_cast<uint4*>(reinterpret_cast<__nv_bfloat16*>(p.out) + th * kD + c8 * 8) = packed(o);
     if (c8 == 0) store_lse(p, th, h);
+  }
+  __device__ __forceinline__ uint4 packed(const float (&o)[8]) const {
+    return make_uint4(pack_bf16(o[0] * f, o[1] * f), pack_bf16(o[2] * f, o[3] * f), pack_bf16(o[4] * f, o[5] * f),
+                      pack_bf16(o[6] * f, o[7] * f));
   }
   __device__ __forceinline__ void store_lse(const SparseMlaParams& p, int64_t th, int h) const {
     p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
@@ -2138,19 +2141,28 @@ template <bool kStore = true>
     cr.store(p, t, h, c8, o);
     return 0.f;
   } else {
-    return ((o[0] + o[1]) + (o[2] + o[3])) * cr.f + ((o[4] + o[5]) + (o[6] + o[7])) + cr.lse_nat;
+    // everything store() computes (the scaled bf16 row, the final lse at c8 == 0), folded into one
+    // value instead of stored
+    const uint4 v = cr.packed(o);
+    const float lse = c8 == 0 ? finish_lse(cr.empty, cr.lse_nat, p.sink, h, p.lse_base2_sink) : 0.f;
+    return __uint_as_float((v.x ^ v.y) ^ (v.z ^ v.w)) + lse;
   }
 }
 
 // v45: rows [M/2 split, M/2 (split + 1)) of the (token, head block) from this CTA's and the peer's
 // staged rows (ld.shared::cluster), by `N` threads, 8 dims each (ws_combine_row).
 // `mark(slot)`: the timeline-only marks (-DDSPARKCTL_TL_CLUSTER_MARKS; a no-op otherwise): slot 25
-// when the first rendezvous has passed, 21 when the rows are written, before the second.
+// when the first rendezvous has passed, 21 when the rows are written (in probes 2 and 3 below:
+// when their values are made), before the second.
 // -DDSPARKCTL_TL_COMBINE_PROBE=1 / 2 / 3 (timeline builds only, wrong outputs by design; session
-// 29): the loop without the peer's loads (this CTA's rows stand in for the peer's) / without the
-// rows' stores (each thread's sums kept in a register, stored once only if they come to an
-// impossible value, so the arithmetic stays) / without both. Which of them moves the loop's
-// ~9,000 cycles (bench/results/kernel_h200_v49_rolled/) tells what bounds it.
+// 29): the loop without the peer's loads (this CTA's rows, swapped, and its lse - 1 stand in for
+// the peer's, so the two weights stay distinct) / without the rows' stores (each row's packed bf16
+// values and lse folded into a register, stored once only if it comes to an impossible value, so
+// the arithmetic stays) / without both. Which of them moves the loop's ~9,000 cycles
+// (bench/results/kernel_h200_v49_rolled/) tells what bounds it.
+#if defined(DSPARKCTL_TL_COMBINE_PROBE) && !defined(DSPARKCTL_TIMELINE)
+#error "-DDSPARKCTL_TL_COMBINE_PROBE is for timeline builds (-DDSPARKCTL_TIMELINE) only"
+#endif
 #if defined(DSPARKCTL_TIMELINE) && defined(DSPARKCTL_TL_COMBINE_PROBE)
 constexpr int kTlCombineProbe = DSPARKCTL_TL_COMBINE_PROBE;
 #else
@@ -2169,7 +2181,7 @@ __device__ __forceinline__ void ws_cluster_combine(const SparseMlaParams& p, con
   for (int r = (M / 2) * split + tid / 64; r < (M / 2) * (split + 1); r += N / 64) {
     const int h = h0 + r;
     if (h >= p.H) break;
-    const float own_l = sLse2[r], peer_l = (kTlCombineProbe & 1) == 0 ? ld_peer_f32(sLse2 + r, peer) : own_l;
+    const float own_l = sLse2[r], peer_l = (kTlCombineProbe & 1) == 0 ? ld_peer_f32(sLse2 + r, peer) : own_l - 1.f;
     const float* row = sOut + r * kORow + c8 * 8;
     const float4 o0 = *reinterpret_cast<const float4*>(row), o1 = *reinterpret_cast<const float4*>(row + 4);
     if constexpr (kTlCombineProbe == 0) {
@@ -2177,7 +2189,7 @@ __device__ __forceinline__ void ws_cluster_combine(const SparseMlaParams& p, con
       ws_combine_row(p, t, h, c8, split, own_l, peer_l, o0, o1, q0, q1);
     } else {
       const bool loads = (kTlCombineProbe & 1) == 0;
-      const float4 q0 = loads ? ld_peer_v4(row, peer) : o0, q1 = loads ? ld_peer_v4(row + 4, peer) : o1;
+      const float4 q0 = loads ? ld_peer_v4(row, peer) : o1, q1 = loads ? ld_peer_v4(row + 4, peer) : o0;
       probe_sum += ws_combine_row<(kTlCombineProbe & 2) == 0>(p, t, h, c8, split, own_l, peer_l, o0, o1, q0, q1);
     }
   }

@@ -19,18 +19,31 @@ def _round(folder: Path, side: str, r: int, rows: list[tuple[str, int, int, int,
     (folder / f"{side}_run{r}.json").write_text(json.dumps(data))
 
 
-def test_table_takes_best_of_rounds_and_matches_rows_by_shape(tmp_path: Path) -> None:
-    _round(tmp_path, "old", 1, [("dspark", 64, 0, 50, 16.0, "ws"), ("decode", 128, 1024, 1, 13.0, "large")])
-    _round(tmp_path, "old", 2, [("decode", 128, 1024, 1, 12.5, "large"), ("dspark", 64, 0, 50, 15.9, "ws")])
+def test_table_orders_rounds_numerically_and_lists_one_sided_shapes(tmp_path: Path) -> None:
+    _round(tmp_path, "old", 1, [("dspark", 64, 0, 5, 8.6, "small")])  # a shape only the old build ran
     _round(tmp_path, "new", 1, [("dspark", 64, 0, 50, 15.2, "ws")])
-    _round(tmp_path, "new", 10, [("dspark", 64, 0, 50, 15.0, "ws"), ("decode", 128, 1024, 1, 12.9, "large")])
+    _round(tmp_path, "new", 10, [("dspark", 64, 0, 50, 15.0, "ws"), ("decode", 128, 1024, 1, 12.9, "small")])
+    _round(tmp_path, "new", 2, [("dspark", 64, 0, 50, 15.1, "ws")])
+    (tmp_path / "new_run.json").write_text("{}")  # no round number: not a round
+    (tmp_path / "new_run3.json").write_text('{"rows": [')  # cut off by a timeout: skipped
     old, new = ab.load_side(tmp_path, "old"), ab.load_side(tmp_path, "new")
-    assert old[("dspark", 64, 0, 50)][0] == [16.0, 15.9]  # round order, rows matched by shape
-    assert new[("dspark", 64, 0, 50)][0] == [15.2, 15.0]  # run10 after run1, not before run2
+    assert new[("dspark", 64, 0, 50)][0] == [15.2, 15.1, 15.0]  # numeric round order: 1, 2, 10
     lines = ab.table(old, new, ("v46", "cand"))
     assert lines[0].endswith("best cand - v46")
-    assert lines[1] == "dspark H=64 +0 T=50 | ws | 16.00 / 15.90 | 15.20 / 15.00 | -0.90"
-    assert lines[2] == "decode H=128 +1024 T=1 | large | 13.00 / 12.50 | 12.90 | +0.40"
+    assert lines[1] == "dspark H=64 +0 T=50 | ws | - | 15.20 / 15.10 / 15.00 | n/a (no v46 rows)"
+    assert lines[2] == "decode H=128 +1024 T=1 | small | - | 12.90 | n/a (no v46 rows)"
+    assert lines[3] == "dspark H=64 +0 T=5 | small | 8.60 | - | n/a (no cand rows)"
+
+
+def test_table_matches_rows_by_shape_and_shows_plan_changes(tmp_path: Path) -> None:
+    _round(tmp_path, "old", 1, [("dspark", 64, 0, 50, 16.0, "ws"), ("decode", 128, 1024, 1, 13.0, "large")])
+    _round(tmp_path, "old", 2, [("decode", 128, 1024, 1, 12.5, "large"), ("dspark", 64, 0, 50, 15.9, "ws")])
+    _round(tmp_path, "new", 1, [("dspark", 64, 0, 50, 15.2, "ws"), ("decode", 128, 1024, 1, 12.9, "small")])
+    old, new = ab.load_side(tmp_path, "old"), ab.load_side(tmp_path, "new")
+    assert old[("dspark", 64, 0, 50)][0] == [16.0, 15.9]  # round order, rows matched by shape
+    lines = ab.table(old, new, ("v46", "cand"))
+    assert lines[1] == "dspark H=64 +0 T=50 | ws | 16.00 / 15.90 | 15.20 | -0.70"
+    assert lines[2] == "decode H=128 +1024 T=1 | large -> small | 13.00 / 12.50 | 12.90 | +0.40"
 
 
 def test_table_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -47,14 +60,15 @@ def test_every_bench_shell_script_parses() -> None:
     scripts = sorted(BENCH.glob("*.sh")) + sorted((BENCH / "results").glob("*/*.sh"))
     assert len(scripts) > 10
     for script in scripts:
-        proc = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
+        proc = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True, timeout=30)
         assert proc.returncode == 0, (script, proc.stderr)
 
 
 @pytest.mark.parametrize("args", [[], ["/nonexistent-tree"]])
 def test_full_ab_refuses_a_missing_old_tree(args: list[str], tmp_path: Path) -> None:
     env = {**os.environ, "OUT": str(tmp_path)}
-    proc = subprocess.run(["bash", str(BENCH / "kernel_full_ab.sh"), *args], capture_output=True, text=True, env=env)
+    proc = subprocess.run(["bash", str(BENCH / "kernel_full_ab.sh"), *args], capture_output=True, text=True, env=env,
+                          timeout=60)
     assert proc.returncode == 2, proc.stderr
     assert "usage: OUT=... bash bench/kernel_full_ab.sh OLD_TREE" in proc.stderr
     assert not (tmp_path / "r.tgz").exists()
@@ -65,5 +79,18 @@ def test_full_ab_refuses_a_missing_out(tmp_path: Path) -> None:
     (tree / "kernels").mkdir(parents=True)
     (tree / "kernels" / "sparse_mla_decode.cu").write_text("// an archived tree\n")
     env = {k: v for k, v in os.environ.items() if k != "OUT"}
-    proc = subprocess.run(["bash", str(BENCH / "kernel_full_ab.sh"), str(tree)], capture_output=True, text=True, env=env)
+    proc = subprocess.run(["bash", str(BENCH / "kernel_full_ab.sh"), str(tree)], capture_output=True, text=True, env=env,
+                          timeout=60)
     assert proc.returncode == 2 and "set OUT" in proc.stderr
+
+
+def test_full_ab_refuses_a_missing_peer(tmp_path: Path) -> None:
+    tree = tmp_path / "old"
+    (tree / "kernels").mkdir(parents=True)
+    (tree / "kernels" / "sparse_mla_decode.cu").write_text("// an archived tree\n")
+    out = tmp_path / "out"
+    env = {**os.environ, "OUT": str(out), "PEER": str(tmp_path / "no_peer.py")}
+    proc = subprocess.run(["bash", str(BENCH / "kernel_full_ab.sh"), str(tree)], capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert proc.returncode == 2 and "no Triton peer" in proc.stderr
+    assert not (out / "r.tgz").exists()
