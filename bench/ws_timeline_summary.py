@@ -23,17 +23,28 @@ PHASES = (("wg0 tile wait", "ids_issued"), ("landed", "pv"), ("raw reads", "s_mm
 WAITING = (("buffer wait", "epi_wait"), ("loads issue", "epi_store"))
 
 
+def _line(label: str, a: dict, head: tuple[str, ...], fields: list[tuple[str, object]]) -> str:
+    """One printed line: the label, the shape, the head fields (e.g. splits) by name, the stream
+    time, then name value pairs."""
+    parts = [label, str(a["H"]), str(a["extra"]), str(a["T"])]
+    for key in head:
+        parts += [key, str(a[key])]
+    parts += ["us", str(a["stream_us_per_call"])]
+    for name, value in fields:
+        parts += [name, str(value)]
+    return " ".join(parts)
+
+
+def _records(text: str) -> list[dict]:
+    return [json.loads(raw) for raw in text.splitlines() if raw.strip()]
+
+
 def lines(label: str, text: str) -> list[str]:
     out = []
-    for raw in text.splitlines():
-        if not raw.strip():
-            continue
-        a = json.loads(raw)
+    for a in _records(text):
         ph = a["phase_cycles"]
-        parts = [label, str(a["H"]), str(a["extra"]), str(a["T"]), "us", str(a["stream_us_per_call"])]
-        for name, key in PHASES + (WAITING if ph["epi_wait"][0] > 0 else ()):
-            parts += [name, str(ph[key][0])]
-        out.append(" ".join(parts))
+        phases = PHASES + (WAITING if ph["epi_wait"][0] > 0 else ())
+        out.append(_line(label, a, (), [(name, ph[key][0]) for name, key in phases]))
     return out
 
 
@@ -43,18 +54,10 @@ MARKS = (("both_staged", "ws_range_at"), ("sync1", "ws_q_regs_at"), ("rows_writt
 
 
 def mark_lines(label: str, text: str) -> list[str]:
-    out = []
-    for raw in text.splitlines():
-        if not raw.strip():
-            continue
-        a = json.loads(raw)
-        ph = a["phase_cycles"]
-        parts = [label, str(a["H"]), str(a["extra"]), str(a["T"]), "splits", str(a["splits"]), "us",
-                 str(a["stream_us_per_call"])]
-        for name, key in MARKS:
-            parts += [name, str(ph[key])]
-        out.append(" ".join(parts))
-    return out
+    return [
+        _line(label, a, ("splits",), [(name, a["phase_cycles"][key]) for name, key in MARKS])
+        for a in _records(text)
+    ]
 
 
 def main(argv: list[str]) -> int:
