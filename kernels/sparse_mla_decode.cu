@@ -2091,8 +2091,7 @@ struct CombinedRow {
     f = empty ? 0.f : 1.f / L;
     if (!empty && p.sink != nullptr) f *= 1.f / (1.f + expf(__ldg(p.sink + h) - lse_nat));
   }
-  [[maybe_unused]] __device__ __forceinline__ void store(const SparseMlaParams& p, int t, int h, int c8,
-                                                         const float (&o)[8]) const {
+  __device__ __forceinline__ void store(const SparseMlaParams& p, int t, int h, int c8, const float (&o)[8]) const {
     const int64_t th = int64_t(t) * p.H + h;
     *reinterpret_cast<uint4*>(reinterpret_cast<__nv_bfloat16*>(p.out) + th * kD + c8 * 8) = packed(o);
     if (c8 == 0) store_lse(p, th, h);
@@ -2184,14 +2183,9 @@ __device__ __forceinline__ void ws_cluster_combine(const SparseMlaParams& p, con
     const float own_l = sLse2[r], peer_l = (kTlCombineProbe & 1) == 0 ? ld_peer_f32(sLse2 + r, peer) : own_l - 1.f;
     const float* row = sOut + r * kORow + c8 * 8;
     const float4 o0 = *reinterpret_cast<const float4*>(row), o1 = *reinterpret_cast<const float4*>(row + 4);
-    if constexpr (kTlCombineProbe == 0) {
-      const float4 q0 = ld_peer_v4(row, peer), q1 = ld_peer_v4(row + 4, peer);
-      ws_combine_row(p, t, h, c8, split, own_l, peer_l, o0, o1, q0, q1);
-    } else {
-      const bool loads = (kTlCombineProbe & 1) == 0;
-      const float4 q0 = loads ? ld_peer_v4(row, peer) : o1, q1 = loads ? ld_peer_v4(row + 4, peer) : o0;
-      probe_sum += ws_combine_row<(kTlCombineProbe & 2) == 0>(p, t, h, c8, split, own_l, peer_l, o0, o1, q0, q1);
-    }
+    constexpr bool loads = (kTlCombineProbe & 1) == 0;  // (shipped: both true)
+    const float4 q0 = loads ? ld_peer_v4(row, peer) : o1, q1 = loads ? ld_peer_v4(row + 4, peer) : o0;
+    probe_sum += ws_combine_row<(kTlCombineProbe & 2) == 0>(p, t, h, c8, split, own_l, peer_l, o0, o1, q0, q1);
   }
   if constexpr (kTlCombineProbe != 0) {
     if (probe_sum == 1.2345e-30f) p.lse[0] = probe_sum;
