@@ -877,14 +877,20 @@ __device__ __forceinline__ float out_factor(bool empty, float l, float lse_nat, 
   return f;
 }
 
-// The base-2 lse of a row's running max m and sum l (-inf for an empty row).
-__device__ __forceinline__ float row_lse2(float m, float l) { return m == -INFINITY ? -INFINITY : m + __log2f(l); }
+// Empty row: no finite score (max -inf) and nothing summed (l = 0). A row whose every score is NaN
+// (its only valid candidates are NaN rows, or its Q is NaN) also keeps max -inf, since the running
+// max skips NaN, but sums NaN: it is not empty, and its lse is NaN, as in the reference (before
+// v50, session 30, it was taken for an empty row, lse +inf, and in a split call such a split's NaN
+// dropped out of the combine).
+__device__ __forceinline__ bool row_empty(float m, float l) { return m == -INFINITY && l == 0.f; }
+// The base-2 lse of a row's running max m and sum l (-inf for an empty row, NaN for a NaN row).
+__device__ __forceinline__ float row_lse2(float m, float l) { return row_empty(m, l) ? -INFINITY : m + __log2f(l); }
 // A finished output row (head h of token t, running max m in base 2 and sum l): its lse is
 // written by `writer` (the final lse with one split, the base-2 partial lse otherwise) and the
 // factor its O row is scaled by returned (0 for an empty row).
 __device__ __forceinline__ float finish_row(const SparseMlaParams& p, int t, int h, int split, int num_splits,
                                             float m, float l, bool writer) {
-  const bool empty = m == -INFINITY;
+  const bool empty = row_empty(m, l);
   const float lse2 = row_lse2(m, l);
   const int64_t th = int64_t(t) * p.H + h;
   float f;

@@ -13,11 +13,10 @@ Output contract (documented here once):
   (``lse * log2(e)`` without a sink); an empty row gives ``-inf`` without a sink and
   ``sink * log2(e)`` with one. ``out`` is the same in both conventions.
 * NaN in rows no valid index references never reaches the output. A NaN in a KV row that a
-  token references makes that token's ``out`` rows NaN and its ``lse`` NaN, as in the reference,
-  whatever the split count, as long as the NaN scores share each split with finite ones (the
-  running max skips NaN): a split whose every valid candidate scores NaN is taken for an empty
-  one, so a token whose only valid candidates score NaN, or whose Q is NaN, gets ``lse`` +inf
-  like an empty row, and with several splits such a split's NaN can drop out of the combine.
+  token references, or in its Q, makes that token's ``out`` rows NaN and its ``lse`` NaN, as in
+  the reference, whatever the split count, including when every valid candidate of the token (or
+  of one split of it) scores NaN: such a row is not an empty row (since v50; before it got
+  ``lse`` +inf, and a split's NaN could drop out of the combine).
 """
 
 from __future__ import annotations
