@@ -2174,6 +2174,22 @@ constexpr int kTlCombineProbe = DSPARKCTL_TL_COMBINE_PROBE;
 constexpr int kTlCombineProbe = 0;
 #endif
 static_assert(kTlCombineProbe >= 0 && kTlCombineProbe <= 3, "probe 0-3");
+// -DDSPARKCTL_WS_COMBINE_SHFL=1 (session 30 candidate): the row scalars (weights, 1/L, sink gate,
+// lse) made once per row instead of by each of a row's 64 threads for each of its 8 rows: lane l
+// of every warp makes row l's (M / 2 = 32 rows, one per lane), the row loop takes them by warp
+// shuffle (the source lane is warp-uniform) and warp 0 stores the 32 lse. Same arithmetic, so
+// the output is bit for bit the same. Why: the probe (bench/results/kernel_h200_v50_combine_probe/)
+// left ~6,000 of the loop's ~9,200 cycles with no remote traffic at all, and the loop body is
+// ~290 SASS instructions a row chunk, ~200 of them the row scalars (log2f, the division, expf,
+// exp2f's range checks): 8 rows x 2 warps a scheduler is ~4,600 issue slots.
+#ifndef DSPARKCTL_WS_COMBINE_SHFL
+#define DSPARKCTL_WS_COMBINE_SHFL 0
+#endif
+static_assert(DSPARKCTL_WS_COMBINE_SHFL == 0 || DSPARKCTL_WS_COMBINE_SHFL == 1, "on or off");
+__device__ __forceinline__ uint4 pack_bf16x8_scaled(const float (&o)[8], float f) {
+  return make_uint4(pack_bf16(o[0] * f, o[1] * f), pack_bf16(o[2] * f, o[3] * f), pack_bf16(o[4] * f, o[5] * f),
+                    pack_bf16(o[6] * f, o[7] * f));
+}
 template <int M, int N, class Mark>
 __device__ __forceinline__ void ws_cluster_combine(const SparseMlaParams& p, const float* sOut, const float* sLse2,
                                                    int t, int h0, int split, int tid, Mark&& mark) {
@@ -2182,6 +2198,64 @@ __device__ __forceinline__ void ws_cluster_combine(const SparseMlaParams& p, con
   const uint32_t peer = uint32_t(split) ^ 1u;  // cluster (1, 2, 1): rank = blockIdx.y = split
   const int c8 = tid % 64;
   [[maybe_unused]] float probe_sum = 0.f;
+#if DSPARKCTL_WS_COMBINE_SHFL
+  static_assert(M / 2 == 32 && N % 64 == 0, "one row per lane");
+  constexpr bool loads = (kTlCombineProbe & 1) == 0, stores = (kTlCombineProbe & 2) == 0;  // (shipped: both)
+  const int r0 = (M / 2) * split;
+  float w0 = 0.f, w1 = 0.f, wf = 0.f;  // this lane's row: split 0's and 1's weights, the factor
+  {
+    const int r = r0 + tid % 32, h = h0 + r;
+    if (h < p.H) {
+      const float own_l = sLse2[r], peer_l = loads ? ld_peer_f32(sLse2 + r, peer) : own_l - 1.f;
+      const float l0 = split == 0 ? own_l : peer_l, l1 = split == 0 ? peer_l : own_l;
+      const float mx = fmaxf(l0, l1);
+      w0 = l0 == -INFINITY ? 0.f : exp2f(l0 - mx);
+      w1 = l1 == -INFINITY ? 0.f : exp2f(l1 - mx);
+      const CombinedRow cr(p, h, mx, w0 + w1);
+      wf = cr.f;
+      if (tid < 32) {
+        if constexpr (stores) {
+          cr.store_lse(p, int64_t(t) * p.H + h, h);
+        } else {
+          probe_sum += finish_lse(cr.empty, cr.lse_nat, p.sink, h, p.lse_base2_sink);
+        }
+      }
+    }
+  }
+#pragma unroll 4
+  for (int r = r0 + tid / 64; r < r0 + M / 2; r += N / 64) {
+    const int h = h0 + r;
+    if (h >= p.H) break;  // warp-uniform (a warp is 32 of one row's 64 threads)
+    const float e0 = __shfl_sync(0xffffffffu, w0, r - r0), e1 = __shfl_sync(0xffffffffu, w1, r - r0);
+    const float f = __shfl_sync(0xffffffffu, wf, r - r0);
+    const float* row = sOut + r * kORow + c8 * 8;
+    const float4 o0 = *reinterpret_cast<const float4*>(row), o1 = *reinterpret_cast<const float4*>(row + 4);
+    const float4 q0 = loads ? ld_peer_v4(row, peer) : o1, q1 = loads ? ld_peer_v4(row + 4, peer) : o0;
+    float v0[8] = {o0.x, o0.y, o0.z, o0.w, o1.x, o1.y, o1.z, o1.w};
+    float v1[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+    if (split != 0) {
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        const float x = v0[k];
+        v0[k] = v1[k];
+        v1[k] = x;
+      }
+    }
+    float o[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const float a0 = e0 != 0.f ? __fmaf_rn(e0, v0[k], 0.f) : 0.f;
+      const float a1 = e1 != 0.f ? __fmaf_rn(e1, v1[k], 0.f) : 0.f;
+      o[k] = __fadd_rn(__fadd_rn(__fadd_rn(a0, a1), 0.f), 0.f);
+    }
+    const uint4 v = pack_bf16x8_scaled(o, f);
+    if constexpr (stores) {
+      *reinterpret_cast<uint4*>(reinterpret_cast<__nv_bfloat16*>(p.out) + (int64_t(t) * p.H + h) * kD + c8 * 8) = v;
+    } else {
+      probe_sum += __uint_as_float((v.x ^ v.y) ^ (v.z ^ v.w));
+    }
+  }
+#else
 #pragma unroll 4
   for (int r = (M / 2) * split + tid / 64; r < (M / 2) * (split + 1); r += N / 64) {
     const int h = h0 + r;
@@ -2193,6 +2267,7 @@ __device__ __forceinline__ void ws_cluster_combine(const SparseMlaParams& p, con
     const float4 q0 = loads ? ld_peer_v4(row, peer) : o1, q1 = loads ? ld_peer_v4(row + 4, peer) : o0;
     probe_sum += ws_combine_row<(kTlCombineProbe & 2) == 0>(p, t, h, c8, split, own_l, peer_l, o0, o1, q0, q1);
   }
+#endif
   if constexpr (kTlCombineProbe != 0) {
     if (probe_sum == 1.2345e-30f) p.lse[0] = probe_sum;
   }
