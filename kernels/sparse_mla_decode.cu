@@ -2186,6 +2186,35 @@ static_assert(kTlCombineProbe >= 0 && kTlCombineProbe <= 3, "probe 0-3");
 #define DSPARKCTL_WS_COMBINE_SHFL 0
 #endif
 static_assert(DSPARKCTL_WS_COMBINE_SHFL == 0 || DSPARKCTL_WS_COMBINE_SHFL == 1, "on or off");
+// -DDSPARKCTL_WS_PEER_LOADS=1 / 2 (session 30 candidates, with SHFL only): with SHFL the loop
+// without the peer's loads takes ~2,850 cycles and with them ~9,000 (run1 of
+// bench/results/kernel_h200_v51_combine_shfl/). ld_peer_v4 is `asm volatile` with a memory
+// clobber, so each load is a compiler barrier: a row's loads wait behind the previous row's store.
+// 1: the loads are plain (non-volatile, no clobber) asm on an address that depends on a value the
+// first rendezvous produces (so they cannot move above it), rows past H are loaded and not stored
+// (no break), and the compiler schedules them; 2: the same loads, all 8 rows' issued before any is
+// used.
+#ifndef DSPARKCTL_WS_PEER_LOADS
+#define DSPARKCTL_WS_PEER_LOADS 0
+#endif
+static_assert(DSPARKCTL_WS_PEER_LOADS >= 0 && DSPARKCTL_WS_PEER_LOADS <= 2, "0-2");
+static_assert(DSPARKCTL_WS_PEER_LOADS == 0 || DSPARKCTL_WS_COMBINE_SHFL == 1, "with SHFL only");
+constexpr int kPeerLoads = DSPARKCTL_WS_PEER_LOADS;
+// the first rendezvous, returning 0 from inside the asm: addresses offset by it are computed after it
+[[maybe_unused]] __device__ __forceinline__ uint32_t ws_cluster_sync_token() {
+  uint32_t tok = 0;
+#if DSPARKCTL_WGMMA
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\nmov.u32 %0, 0;\n" : "=r"(tok) :: "memory");
+#endif
+  return tok;
+}
+[[maybe_unused]] __device__ __forceinline__ float4 ld_cluster_v4(uint32_t a) {
+  float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+#if DSPARKCTL_WGMMA
+  asm("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(a));
+#endif
+  return v;
+}
 __device__ __forceinline__ uint4 pack_bf16x8_scaled(const float (&o)[8], float f) {
   return make_uint4(pack_bf16(o[0] * f, o[1] * f), pack_bf16(o[2] * f, o[3] * f), pack_bf16(o[4] * f, o[5] * f),
                     pack_bf16(o[6] * f, o[7] * f));
@@ -2193,15 +2222,32 @@ __device__ __forceinline__ uint4 pack_bf16x8_scaled(const float (&o)[8], float f
 template <int M, int N, class Mark>
 __device__ __forceinline__ void ws_cluster_combine(const SparseMlaParams& p, const float* sOut, const float* sLse2,
                                                    int t, int h0, int split, int tid, Mark&& mark) {
+#if DSPARKCTL_WS_COMBINE_SHFL
+  [[maybe_unused]] const uint32_t tok = ws_cluster_sync_token();  // both CTAs' rows and lse staged
+#else
   ws_cluster_sync();  // both CTAs' rows and lse staged
+#endif
   mark(25);
   const uint32_t peer = uint32_t(split) ^ 1u;  // cluster (1, 2, 1): rank = blockIdx.y = split
   const int c8 = tid % 64;
   [[maybe_unused]] float probe_sum = 0.f;
 #if DSPARKCTL_WS_COMBINE_SHFL
   static_assert(M / 2 == 32 && N % 64 == 0, "one row per lane");
+  // (PEER_LOADS: the peer's address of this thread's dims of row 0, after the rendezvous)
+  [[maybe_unused]] const uint32_t peer_base = kPeerLoads != 0 ? peer_smem(sOut + c8 * 8, peer) + tok : 0u;
   constexpr bool loads = (kTlCombineProbe & 1) == 0, stores = (kTlCombineProbe & 2) == 0;  // (shipped: both)
   const int r0 = (M / 2) * split;
+  constexpr int kRows = (M / 2) / (N / 64);  // rows a thread combines
+  constexpr int kUnroll = kPeerLoads == 0 ? 4 : kRows;
+  [[maybe_unused]] float4 pre[kPeerLoads == 2 ? kRows : 1][2];
+  if constexpr (kPeerLoads == 2 && loads) {
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      const uint32_t a = peer_base + uint32_t((r0 + tid / 64 + i * (N / 64)) * kORow) * 4u;
+      pre[i][0] = ld_cluster_v4(a);
+      pre[i][1] = ld_cluster_v4(a + 16u);
+    }
+  }
   float w0 = 0.f, w1 = 0.f, wf = 0.f;  // this lane's row: split 0's and 1's weights, the factor
   {
     const int r = r0 + tid % 32, h = h0 + r;
@@ -2222,15 +2268,27 @@ __device__ __forceinline__ void ws_cluster_combine(const SparseMlaParams& p, con
       }
     }
   }
-#pragma unroll 4
-  for (int r = r0 + tid / 64; r < r0 + M / 2; r += N / 64) {
+#pragma unroll (kUnroll)
+  for (int i = 0; i < kRows; ++i) {
+    const int r = r0 + tid / 64 + i * (N / 64);
     const int h = h0 + r;
-    if (h >= p.H) break;  // warp-uniform (a warp is 32 of one row's 64 threads)
+    if (kPeerLoads == 0 && h >= p.H) break;  // warp-uniform (a warp is 32 of one row's 64 threads)
     const float e0 = __shfl_sync(0xffffffffu, w0, r - r0), e1 = __shfl_sync(0xffffffffu, w1, r - r0);
     const float f = __shfl_sync(0xffffffffu, wf, r - r0);
     const float* row = sOut + r * kORow + c8 * 8;
     const float4 o0 = *reinterpret_cast<const float4*>(row), o1 = *reinterpret_cast<const float4*>(row + 4);
-    const float4 q0 = loads ? ld_peer_v4(row, peer) : o1, q1 = loads ? ld_peer_v4(row + 4, peer) : o0;
+    float4 q0 = o1, q1 = o0;
+    if constexpr (loads && kPeerLoads == 0) {
+      q0 = ld_peer_v4(row, peer);
+      q1 = ld_peer_v4(row + 4, peer);
+    } else if constexpr (loads && kPeerLoads == 1) {
+      const uint32_t a = peer_base + uint32_t(r * kORow) * 4u;
+      q0 = ld_cluster_v4(a);
+      q1 = ld_cluster_v4(a + 16u);
+    } else if constexpr (loads) {
+      q0 = pre[i][0];
+      q1 = pre[i][1];
+    }
     float v0[8] = {o0.x, o0.y, o0.z, o0.w, o1.x, o1.y, o1.z, o1.w};
     float v1[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
     if (split != 0) {
@@ -2250,7 +2308,8 @@ __device__ __forceinline__ void ws_cluster_combine(const SparseMlaParams& p, con
     }
     const uint4 v = pack_bf16x8_scaled(o, f);
     if constexpr (stores) {
-      *reinterpret_cast<uint4*>(reinterpret_cast<__nv_bfloat16*>(p.out) + (int64_t(t) * p.H + h) * kD + c8 * 8) = v;
+      if (kPeerLoads == 0 || h < p.H)
+        *reinterpret_cast<uint4*>(reinterpret_cast<__nv_bfloat16*>(p.out) + (int64_t(t) * p.H + h) * kD + c8 * 8) = v;
     } else {
       probe_sum += __uint_as_float((v.x ^ v.y) ^ (v.z ^ v.w));
     }
