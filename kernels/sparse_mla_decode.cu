@@ -2081,8 +2081,8 @@ __device__ __forceinline__ void ws_write_rows(const SparseMlaParams& p, const fl
 
 // A row combined from split partials (by a combine kernel, or by the WS kernel from its cluster's
 // staged rows): its factor (1/L and the sink gate; 0 for an empty row) and natural lse from the
-// weights' max and sum, the final lse's store, and the WS epilogue's store of 8 dims (bf16) and
-// of the lse (by the thread of dims 0-7). One definition, so every combine path rounds alike.
+// weights' max and sum, and the final lse's store. One definition, so every combine path rounds
+// alike.
 // Empty means every split was empty (all lse -inf, so every weight and L are 0). A row whose
 // splits' lse are NaN, or NaN and -inf (a NaN score next to finite ones in a split), has max -inf
 // (the weights' max skips NaN) or NaN, but L is NaN: it is not empty, and its lse is NaN as with
@@ -2097,65 +2097,22 @@ struct CombinedRow {
     f = empty ? 0.f : 1.f / L;
     if (!empty && p.sink != nullptr) f *= 1.f / (1.f + expf(__ldg(p.sink + h) - lse_nat));
   }
-  __device__ __forceinline__ void store(const SparseMlaParams& p, int t, int h, int c8, const float (&o)[8]) const {
-    const int64_t th = int64_t(t) * p.H + h;
-    *reinterpret_cast<uint4*>(reinterpret_cast<__nv_bfloat16*>(p.out) + th * kD + c8 * 8) = packed(o);
-    if (c8 == 0) store_lse(p, th, h);
-  }
-  __device__ __forceinline__ uint4 packed(const float (&o)[8]) const {
-    return make_uint4(pack_bf16(o[0] * f, o[1] * f), pack_bf16(o[2] * f, o[3] * f), pack_bf16(o[4] * f, o[5] * f),
-                      pack_bf16(o[6] * f, o[7] * f));
-  }
   __device__ __forceinline__ void store_lse(const SparseMlaParams& p, int64_t th, int h) const {
     p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
   }
 };
 
-// One row of a 2-split WS combine from this CTA's staged part (o0, o1: 8 dims; lse own_l) and the
-// peer's (q0, q1; peer_l): the combine kernels' arithmetic for 2 splits (weights 2^(lse_s - max),
-// zero weights never multiplied in, ((a0 + a1) + 0) + 0, then 1/L and the sink gate), bf16 row
-// and the final lse out.
-// kStore = false only in the timeline probe below (the row's sum returned instead of stored).
-template <bool kStore = true>
-[[maybe_unused]] __device__ __forceinline__ float ws_combine_row(const SparseMlaParams& p, int t, int h, int c8, int split, float own_l,
-                                                float peer_l, float4 o0, float4 o1, float4 q0, float4 q1) {
-  const float l0 = split == 0 ? own_l : peer_l, l1 = split == 0 ? peer_l : own_l;
-  float v0[8] = {o0.x, o0.y, o0.z, o0.w, o1.x, o1.y, o1.z, o1.w};
-  float v1[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
-  if (split != 0) {
-#pragma unroll
-    for (int k = 0; k < 8; ++k) {
-      const float x = v0[k];
-      v0[k] = v1[k];
-      v1[k] = x;
-    }
-  }
-  const float mx = fmaxf(l0, l1);
-  const float e0 = l0 == -INFINITY ? 0.f : exp2f(l0 - mx);
-  const float e1 = l1 == -INFINITY ? 0.f : exp2f(l1 - mx);
-  const float L = e0 + e1;
-  const CombinedRow cr(p, h, mx, L);
-  float o[8];
-#pragma unroll
-  for (int k = 0; k < 8; ++k) {
-    const float a0 = e0 != 0.f ? __fmaf_rn(e0, v0[k], 0.f) : 0.f;
-    const float a1 = e1 != 0.f ? __fmaf_rn(e1, v1[k], 0.f) : 0.f;
-    o[k] = __fadd_rn(__fadd_rn(__fadd_rn(a0, a1), 0.f), 0.f);
-  }
-  if constexpr (kStore) {
-    cr.store(p, t, h, c8, o);
-    return 0.f;
-  } else {
-    // everything store() computes (the scaled bf16 row, the final lse at c8 == 0), folded into one
-    // value instead of stored
-    const uint4 v = cr.packed(o);
-    const float lse = c8 == 0 ? finish_lse(cr.empty, cr.lse_nat, p.sink, h, p.lse_base2_sink) : 0.f;
-    return __uint_as_float((v.x ^ v.y) ^ (v.z ^ v.w)) + lse;
-  }
-}
-
 // v45: rows [M/2 split, M/2 (split + 1)) of the (token, head block) from this CTA's and the peer's
-// staged rows (ld.shared::cluster), by `N` threads, 8 dims each (ws_combine_row).
+// staged rows (ld.shared::cluster), by `N` threads, 8 dims each: the combine kernels' arithmetic
+// for 2 splits (weights 2^(lse_s - max), zero weights never multiplied in, ((a0 + a1) + 0) + 0,
+// then 1/L and the sink gate; `CombinedRow`), bf16 rows and the final lse out.
+// v51 (session 30): a row's scalars (weights, 1/L, sink gate, lse) are made once per row, not by
+// each of its 64 threads for each of their 8 rows: lane l of every warp makes row l's (M / 2 = 32
+// rows, one a lane), the row loop takes them by warp shuffle (the source lane is warp-uniform)
+// and warp 0 stores the 32 lse. Same arithmetic, outputs bit for bit v50's. Without the peer's
+// loads that loop takes ~2,850 cycles, ~6,200 before; with them ~9,000 either way: moving the 64 KB
+// of fp32 rows from the peer's shared memory bounds it, however the loads are scheduled
+// (bench/results/kernel_h200_v51_combine_shfl/).
 // `mark(slot)`: the timeline-only marks (-DDSPARKCTL_TL_CLUSTER_MARKS; a no-op otherwise): slot 25
 // when the first rendezvous has passed, 21 when the rows are written (in probes 2 and 3 below:
 // when their values are made), before the second.
@@ -2163,8 +2120,7 @@ template <bool kStore = true>
 // 29): the loop without the peer's loads (this CTA's rows, swapped, and its lse - 1 stand in for
 // the peer's, so the two weights stay distinct) / without the rows' stores (each row's packed bf16
 // values and lse folded into a register, stored once only if it comes to an impossible value, so
-// the arithmetic stays) / without both. Which of them moves the loop's ~9,000 cycles
-// (bench/results/kernel_h200_v49_rolled/) tells what bounds it.
+// the arithmetic stays) / without both (bench/results/kernel_h200_v50_combine_probe/).
 #if defined(DSPARKCTL_TL_COMBINE_PROBE) && !defined(DSPARKCTL_TIMELINE)
 #error "-DDSPARKCTL_TL_COMBINE_PROBE is for timeline builds (-DDSPARKCTL_TIMELINE) only"
 #endif
@@ -2174,81 +2130,22 @@ constexpr int kTlCombineProbe = DSPARKCTL_TL_COMBINE_PROBE;
 constexpr int kTlCombineProbe = 0;
 #endif
 static_assert(kTlCombineProbe >= 0 && kTlCombineProbe <= 3, "probe 0-3");
-// -DDSPARKCTL_WS_COMBINE_SHFL=1 (session 30 candidate): the row scalars (weights, 1/L, sink gate,
-// lse) made once per row instead of by each of a row's 64 threads for each of its 8 rows: lane l
-// of every warp makes row l's (M / 2 = 32 rows, one per lane), the row loop takes them by warp
-// shuffle (the source lane is warp-uniform) and warp 0 stores the 32 lse. Same arithmetic, so
-// the output is bit for bit the same. Why: the probe (bench/results/kernel_h200_v50_combine_probe/)
-// left ~6,000 of the loop's ~9,200 cycles with no remote traffic at all, and the loop body is
-// ~290 SASS instructions a row chunk, ~200 of them the row scalars (log2f, the division, expf,
-// exp2f's range checks): 8 rows x 2 warps a scheduler is ~4,600 issue slots.
-#ifndef DSPARKCTL_WS_COMBINE_SHFL
-#define DSPARKCTL_WS_COMBINE_SHFL 0
-#endif
-static_assert(DSPARKCTL_WS_COMBINE_SHFL == 0 || DSPARKCTL_WS_COMBINE_SHFL == 1, "on or off");
-// -DDSPARKCTL_WS_PEER_LOADS=1 / 2 (session 30 candidates, with SHFL only): with SHFL the loop
-// without the peer's loads takes ~2,850 cycles and with them ~9,000 (run1 of
-// bench/results/kernel_h200_v51_combine_shfl/). ld_peer_v4 is `asm volatile` with a memory
-// clobber, so each load is a compiler barrier: a row's loads wait behind the previous row's store.
-// 1: the loads are plain (non-volatile, no clobber) asm on an address that depends on a value the
-// first rendezvous produces (so they cannot move above it), rows past H are loaded and not stored
-// (no break), and the compiler schedules them; 2: the same loads, all 8 rows' issued before any is
-// used.
-#ifndef DSPARKCTL_WS_PEER_LOADS
-#define DSPARKCTL_WS_PEER_LOADS 0
-#endif
-static_assert(DSPARKCTL_WS_PEER_LOADS >= 0 && DSPARKCTL_WS_PEER_LOADS <= 2, "0-2");
-static_assert(DSPARKCTL_WS_PEER_LOADS == 0 || DSPARKCTL_WS_COMBINE_SHFL == 1, "with SHFL only");
-constexpr int kPeerLoads = DSPARKCTL_WS_PEER_LOADS;
-// the first rendezvous, returning 0 from inside the asm: addresses offset by it are computed after it
-[[maybe_unused]] __device__ __forceinline__ uint32_t ws_cluster_sync_token() {
-  uint32_t tok = 0;
-#if DSPARKCTL_WGMMA
-  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\nmov.u32 %0, 0;\n" : "=r"(tok) :: "memory");
-#endif
-  return tok;
-}
-[[maybe_unused]] __device__ __forceinline__ float4 ld_cluster_v4(uint32_t a) {
-  float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-#if DSPARKCTL_WGMMA
-  asm("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(a));
-#endif
-  return v;
-}
-__device__ __forceinline__ uint4 pack_bf16x8_scaled(const float (&o)[8], float f) {
+// A row chunk's 8 combined dims times its factor, as bf16.
+[[maybe_unused]] __device__ __forceinline__ uint4 pack_bf16x8_scaled(const float (&o)[8], float f) {
   return make_uint4(pack_bf16(o[0] * f, o[1] * f), pack_bf16(o[2] * f, o[3] * f), pack_bf16(o[4] * f, o[5] * f),
                     pack_bf16(o[6] * f, o[7] * f));
 }
 template <int M, int N, class Mark>
 __device__ __forceinline__ void ws_cluster_combine(const SparseMlaParams& p, const float* sOut, const float* sLse2,
                                                    int t, int h0, int split, int tid, Mark&& mark) {
-#if DSPARKCTL_WS_COMBINE_SHFL
-  [[maybe_unused]] const uint32_t tok = ws_cluster_sync_token();  // both CTAs' rows and lse staged
-#else
+  static_assert(M / 2 == 32 && N % 64 == 0, "one row per lane");
+  constexpr bool loads = (kTlCombineProbe & 1) == 0, stores = (kTlCombineProbe & 2) == 0;  // (shipped: both)
   ws_cluster_sync();  // both CTAs' rows and lse staged
-#endif
   mark(25);
   const uint32_t peer = uint32_t(split) ^ 1u;  // cluster (1, 2, 1): rank = blockIdx.y = split
-  const int c8 = tid % 64;
+  const int c8 = tid % 64, r0 = (M / 2) * split;
   [[maybe_unused]] float probe_sum = 0.f;
-#if DSPARKCTL_WS_COMBINE_SHFL
-  static_assert(M / 2 == 32 && N % 64 == 0, "one row per lane");
-  // (PEER_LOADS: the peer's address of this thread's dims of row 0, after the rendezvous)
-  [[maybe_unused]] const uint32_t peer_base = kPeerLoads != 0 ? peer_smem(sOut + c8 * 8, peer) + tok : 0u;
-  constexpr bool loads = (kTlCombineProbe & 1) == 0, stores = (kTlCombineProbe & 2) == 0;  // (shipped: both)
-  const int r0 = (M / 2) * split;
-  constexpr int kRows = (M / 2) / (N / 64);  // rows a thread combines
-  constexpr int kUnroll = kPeerLoads == 0 ? 4 : kRows;
-  [[maybe_unused]] float4 pre[kPeerLoads == 2 ? kRows : 1][2];
-  if constexpr (kPeerLoads == 2 && loads) {
-#pragma unroll
-    for (int i = 0; i < kRows; ++i) {
-      const uint32_t a = peer_base + uint32_t((r0 + tid / 64 + i * (N / 64)) * kORow) * 4u;
-      pre[i][0] = ld_cluster_v4(a);
-      pre[i][1] = ld_cluster_v4(a + 16u);
-    }
-  }
-  float w0 = 0.f, w1 = 0.f, wf = 0.f;  // this lane's row: split 0's and 1's weights, the factor
+  float w0 = 0.f, w1 = 0.f, wf = 0.f;  // this lane's row: split 0's and 1's weights, its factor
   {
     const int r = r0 + tid % 32, h = h0 + r;
     if (h < p.H) {
@@ -2268,27 +2165,15 @@ __device__ __forceinline__ void ws_cluster_combine(const SparseMlaParams& p, con
       }
     }
   }
-#pragma unroll (kUnroll)
-  for (int i = 0; i < kRows; ++i) {
-    const int r = r0 + tid / 64 + i * (N / 64);
+#pragma unroll 4
+  for (int r = r0 + tid / 64; r < r0 + M / 2; r += N / 64) {
     const int h = h0 + r;
-    if (kPeerLoads == 0 && h >= p.H) break;  // warp-uniform (a warp is 32 of one row's 64 threads)
+    if (h >= p.H) break;  // warp-uniform (a warp is 32 of one row's 64 threads)
     const float e0 = __shfl_sync(0xffffffffu, w0, r - r0), e1 = __shfl_sync(0xffffffffu, w1, r - r0);
     const float f = __shfl_sync(0xffffffffu, wf, r - r0);
     const float* row = sOut + r * kORow + c8 * 8;
     const float4 o0 = *reinterpret_cast<const float4*>(row), o1 = *reinterpret_cast<const float4*>(row + 4);
-    float4 q0 = o1, q1 = o0;
-    if constexpr (loads && kPeerLoads == 0) {
-      q0 = ld_peer_v4(row, peer);
-      q1 = ld_peer_v4(row + 4, peer);
-    } else if constexpr (loads && kPeerLoads == 1) {
-      const uint32_t a = peer_base + uint32_t(r * kORow) * 4u;
-      q0 = ld_cluster_v4(a);
-      q1 = ld_cluster_v4(a + 16u);
-    } else if constexpr (loads) {
-      q0 = pre[i][0];
-      q1 = pre[i][1];
-    }
+    const float4 q0 = loads ? ld_peer_v4(row, peer) : o1, q1 = loads ? ld_peer_v4(row + 4, peer) : o0;
     float v0[8] = {o0.x, o0.y, o0.z, o0.w, o1.x, o1.y, o1.z, o1.w};
     float v1[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
     if (split != 0) {
@@ -2308,25 +2193,11 @@ __device__ __forceinline__ void ws_cluster_combine(const SparseMlaParams& p, con
     }
     const uint4 v = pack_bf16x8_scaled(o, f);
     if constexpr (stores) {
-      if (kPeerLoads == 0 || h < p.H)
-        *reinterpret_cast<uint4*>(reinterpret_cast<__nv_bfloat16*>(p.out) + (int64_t(t) * p.H + h) * kD + c8 * 8) = v;
+      *reinterpret_cast<uint4*>(reinterpret_cast<__nv_bfloat16*>(p.out) + (int64_t(t) * p.H + h) * kD + c8 * 8) = v;
     } else {
       probe_sum += __uint_as_float((v.x ^ v.y) ^ (v.z ^ v.w));
     }
   }
-#else
-#pragma unroll 4
-  for (int r = (M / 2) * split + tid / 64; r < (M / 2) * (split + 1); r += N / 64) {
-    const int h = h0 + r;
-    if (h >= p.H) break;
-    const float own_l = sLse2[r], peer_l = (kTlCombineProbe & 1) == 0 ? ld_peer_f32(sLse2 + r, peer) : own_l - 1.f;
-    const float* row = sOut + r * kORow + c8 * 8;
-    const float4 o0 = *reinterpret_cast<const float4*>(row), o1 = *reinterpret_cast<const float4*>(row + 4);
-    constexpr bool loads = (kTlCombineProbe & 1) == 0;  // (shipped: both true)
-    const float4 q0 = loads ? ld_peer_v4(row, peer) : o1, q1 = loads ? ld_peer_v4(row + 4, peer) : o0;
-    probe_sum += ws_combine_row<(kTlCombineProbe & 2) == 0>(p, t, h, c8, split, own_l, peer_l, o0, o1, q0, q1);
-  }
-#endif
   if constexpr (kTlCombineProbe != 0) {
     if (probe_sum == 1.2345e-30f) p.lse[0] = probe_sum;
   }

@@ -377,8 +377,9 @@ def test_combine_probe_drops_only_the_peer_loads_and_row_stores(kernel_ptx: dict
     else, or its marks would measure something other than what they claim. Against the marks build
     only the WS kernels differ; the probe has no peer access at all, fewer global 16-byte stores
     between the consumers' two cluster rendezvous, and there exactly the marks build's arithmetic
-    (weights, reciprocal, bf16 packs, fused multiply-adds, own shared-memory loads), so nothing was
-    folded away. Probes 1 and 2 are the two halves of probe 3's switch (each branch of it is
+    (weights, reciprocal, own lse load once; per row body bf16 packs, fused multiply-adds, own
+    shared-memory loads), so nothing was folded away. Probes 1 and 2 are the two halves of probe
+    3's switch (each branch of it is
     compiled here by probe 3 or the marks build)."""
     marks, probe = kernel_ptx["sm_90a_tl_marks"], kernel_ptx["sm_90a_tl_probe3"]
     assert marks.keys() == probe.keys()
@@ -398,8 +399,16 @@ def test_combine_probe_drops_only_the_peer_loads_and_row_stores(kernel_ptx: dict
             spans.append(text[a[2] : a[3]])
         assert "ld.shared::cluster" in spans[0], name
         assert spans[1].count("st.global.v4.u32") < spans[0].count("st.global.v4.u32"), name
-        for op in ("ex2.approx", "rcp.rn.f32", "cvt.rn.bf16x2.f32", "fma.rn.f32", "ld.shared.v4.f32"):
-            assert spans[0].count(op) > 0 and spans[1].count(op) == spans[0].count(op), (name, op)
+        # v51: the row scalars are made once a thread and the row loop takes them by 3 shuffles a
+        # row; the compiler may unroll the probe's loop further (8 row bodies against 4), so the
+        # row bodies' operations are compared per body and the rest as totals
+        bodies = [sp.count("shfl.sync") / 3 for sp in spans]
+        assert bodies[0] >= 1 and all(b == int(b) for b in bodies), (name, bodies)
+        per_body = {"ex2.approx": 0, "rcp.rn.f32": 0, "ld.shared.f32": 0,
+                    "cvt.rn.bf16x2.f32": 4, "ld.shared.v4.f32": 2, "fma.rn.f32": 16}  # fmt: skip
+        for op, k in per_body.items():
+            rest = [sp.count(op) - k * b for sp, b in zip(spans, bodies, strict=True)]
+            assert spans[0].count(op) > 0 and rest[0] >= 0 and rest[1] == rest[0], (name, op, rest)
 
 
 def test_every_kernel_source_is_hashed_and_shipped() -> None:
