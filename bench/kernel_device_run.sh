@@ -10,6 +10,7 @@
 # warp-specialized kernel is racechecked on its -DDSPARKCTL_WS_RACECHECK_SYNC build (v33; the
 # sanitizer subset's racecheck too since v37, when the plan routes 64-head calls to that kernel).
 # --short (DSpark + T=1 rows, 3 replays) with --no-sanitizer fits build + tests + bench in ~90 s.
+# After the GPU tests it runs `dsparkctl smoke --kernel bundled --tp 4 --json` on the build (smoke_tp4.json).
 # KERNEL_NVCC_EXTRA="-DFLAG ..." adds build flags to every build of the run (the shipped, racecheck and
 # SM120-register builds), so a candidate that is off by default gets the full run before it ships.
 set -uo pipefail
@@ -53,6 +54,15 @@ if [ -z "$SKIP_TESTS" ]; then
   t0=$(date +%s)
   $PY -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider 2>&1 | tee "$OUT/gpu_tests.log" | grep -vE "^  File|^Thread|^Extension" | tail -40
   echo "gpu tests: $(( $(date +%s) - t0 )) s"
+  # (session 30) the product's own kernel smoke on this build: every call the DeepSeek-V4-Flash
+  # preset plans (TP 4), eager and graph-captured, against the fp64 reference. Its data (per-group
+  # scale spread, sinks, valid lengths from the serving ladder, up to 1,536 tokens) found the WS
+  # kernel's 1-split mismatches that tests/test_kernel_gpu.py did not (bench/smoke_diag.py).
+  t0=$(date +%s)
+  $PY -m dsparkctl smoke --kernel bundled --tp 4 --json > "$OUT/smoke_tp4.json" 2> "$OUT/smoke_tp4.err"
+  echo "smoke (--kernel bundled --tp 4): rc $? $($PY -c "import json,sys; d=json.load(open(sys.argv[1])); \
+print('verdict', d['verdict'], [f['detail'] for f in d['findings'] if f['severity'] == 'error'])" "$OUT/smoke_tp4.json" 2>&1 | head -c 1500) \
+($(( $(date +%s) - t0 )) s)"
   wait
   t0=$(date +%s)
   [ -n "$NO_SAN" ] || { echo "== memcheck"; compute-sanitizer --tool memcheck --leak-check no $PY -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider -k "sanitizer_subset or clustered_ctas" 2>&1 | tail -15;

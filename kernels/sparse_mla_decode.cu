@@ -1936,7 +1936,11 @@ static_assert(kWsCopyLanes * 4 >= 64 && kWsCopyLanes <= 32, "the 4 producer warp
 // v42, the lazy O rescale: how far (base 2) a row's tile max may pass its running max before the
 // running max moves and O is rescaled. Session 24's ncu profile had FMUL at 28% of the consumers'
 // instructions, most of it O's rescale (128 a thread a tile); with a stale max most tiles skip it.
-[[maybe_unused]] constexpr float kWsLazyMax = 8.f;
+// -DDSPARKCTL_WS_LAZY_MAX=0: the eager rescale (session 30's probe of the smoke's mismatches).
+#ifndef DSPARKCTL_WS_LAZY_MAX
+#define DSPARKCTL_WS_LAZY_MAX 8
+#endif
+[[maybe_unused]] constexpr float kWsLazyMax = float(DSPARKCTL_WS_LAZY_MAX);
 // v43, the L2 prefetch: the producer prefetches tile j + 2's rows into L2 as soon as it knows their
 // offsets (right after converting tile j), about one consumer tile before warpgroup 1 can issue their
 // bulk copies (once tile j leaves its buffer): one cp.async.bulk.prefetch.L2 a row, the rows prepped
