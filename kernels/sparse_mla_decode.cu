@@ -131,6 +131,19 @@ constexpr int kTlSmemBytes = 0;
 #define DSPARKCTL_WS_TL_ABS(slot)
 #endif
 
+// -DDSPARKCTL_NOPE_P_HILO=1 (session 30 candidate, off): the main kernel's nope P.V in two fp16
+// passes, P as hi + lo (~22 significant bits) instead of one (11 bits, v12). The product's smoke
+// found small outputs of large cancelling terms beyond FlashMLA's tolerance (1.04-1.58x;
+// bench/results/smoke_h200_v51/), and a CPU emulation of the tile loop on its data
+// (bench/p_precision_emulation.py) has one fp16 pass at 0.65-1.09 of the tolerance and hi + lo at
+// 0.25, as with exact P. One more P buffer (M x PROW fp16) and the nope MMAs twice. The WS kernel
+// is not covered yet: its shared memory (222 of 227 KB) has no room for the buffer.
+#ifndef DSPARKCTL_NOPE_P_HILO
+#define DSPARKCTL_NOPE_P_HILO 0
+#endif
+static_assert(DSPARKCTL_NOPE_P_HILO == 0 || DSPARKCTL_NOPE_P_HILO == 1, "on or off");
+constexpr bool kNopePHiLo = DSPARKCTL_NOPE_P_HILO == 1;
+
 template <int MT, int BN>
 struct Cfg {
   static constexpr int M = 16 * MT;  // heads per CTA (padded)
@@ -152,7 +165,8 @@ struct Cfg {
   static constexpr int OFF_P = OFF_KV + KV_BYTES;
   static constexpr int OFF_PLO = OFF_P + P_BYTES;
   static constexpr int OFF_P16 = OFF_PLO + P_BYTES;  // fp16 P, scaled to the tile's V exponent
-  static constexpr int OFF_RMAX = OFF_P16 + P_BYTES;
+  static constexpr int OFF_P16LO = OFF_P16 + P_BYTES;  // its lo part (NOPE_P_HILO builds only)
+  static constexpr int OFF_RMAX = OFF_P16LO + (kNopePHiLo ? P_BYTES : 0);
   static constexpr int OFF_RSUM = OFF_RMAX + RED_BYTES;
   static constexpr int OFF_IDX = OFF_RSUM + RED_BYTES;
   static constexpr int OFF_RAW = OFF_IDX + 2 * BN * 16;         // raw tile bytes [BN][576]
@@ -527,6 +541,14 @@ __device__ __forceinline__ uint32_t pack_bf16(float a, float b) {
   return *reinterpret_cast<uint32_t*>(&v);
 }
 __device__ __forceinline__ float bf16_lo(uint32_t v) { return __uint_as_float(v << 16); }
+// fp16 x2: the lo part of (a, b) after their fp16 hi part `hi` (NOPE_P_HILO): what rounding a and b
+// to fp16 left out, in fp16 (exact for normal results: a - hi is exact in fp32).
+[[maybe_unused]] __device__ __forceinline__ uint32_t f16_rest(float a, float b, uint32_t hi) {
+  const __half2 h = *reinterpret_cast<const __half2*>(&hi);
+  const float2 f = __half22float2(h);
+  const __half2 v = __floats2half2_rn(a - f.x, b - f.y);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
 __device__ __forceinline__ float bf16_hi(uint32_t v) { return __uint_as_float(v & 0xffff0000u); }
 
 // ---------------------------------------------------------------- tile loader
@@ -1008,7 +1030,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   constexpr bool kTailSkip = BN == 64 && !kWgmma && !CLUSTER;
   static_assert(!kWgmma || (C::NWN == 2 && C::NTW == 4), "wgmma S: two warpgroups of 64 x 32");
   static_assert(!kSwizzled || (C::OFF_Q % 1024 == 0 && C::OFF_KV % 1024 == 0 && C::OFF_P % 1024 == 0 &&
-                             C::OFF_PLO % 1024 == 0 && C::OFF_P16 % 1024 == 0),
+                             C::OFF_PLO % 1024 == 0 && C::OFF_P16 % 1024 == 0 && C::OFF_P16LO % 1024 == 0),
                 "wgmma operands on 1 KB boundaries");
   extern __shared__ __align__(DSPARKCTL_WGMMA ? 1024 : 128) uint8_t smem[];  // 1 KB: wgmma's swizzle
   __nv_bfloat16* sQ = reinterpret_cast<__nv_bfloat16*>(smem + C::OFF_Q);
@@ -1021,6 +1043,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   uint8_t* sRaw = smem + C::OFF_RAW;
   uint8_t* sScale = smem + C::OFF_SCALE;  // [2][BN * 8], by tile parity
   __nv_bfloat16* sP16 = reinterpret_cast<__nv_bfloat16*>(smem + C::OFF_P16);  // fp16 bits
+  [[maybe_unused]] __nv_bfloat16* sP16lo = reinterpret_cast<__nv_bfloat16*>(smem + C::OFF_P16LO);  // NOPE_P_HILO
   uint32_t* sQmax = reinterpret_cast<uint32_t*>(smem + C::OFF_QMAX);
   uint64_t* sBar = reinterpret_cast<uint64_t*>(smem + C::OFF_MBAR);
   // v27 (sm_90a, 16-byte path): this CTA's head-block peers share its tiles' copies
@@ -1408,7 +1431,9 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
           const int po = kWgmma ? sw128_off<C::M>(row, col) : row * C::PROW + col;
           *reinterpret_cast<uint32_t*>(sP + po) = hi;
           *reinterpret_cast<uint32_t*>(sPlo + po) = lo;
-          *reinterpret_cast<uint32_t*>(sP16 + po) = pack_f16(p0 * f16_shift, p1 * f16_shift);
+          const uint32_t h16 = pack_f16(p0 * f16_shift, p1 * f16_shift);
+          *reinterpret_cast<uint32_t*>(sP16 + po) = h16;
+          if constexpr (kNopePHiLo) *reinterpret_cast<uint32_t*>(sP16lo + po) = f16_rest(p0 * f16_shift, p1 * f16_shift, h16);
         }
       }
 #pragma unroll
@@ -1461,6 +1486,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         }
       }
       const uint64_t dp16 = wgmma_desc_sw128(sP16);
+      [[maybe_unused]] const uint64_t dp16l = wgmma_desc_sw128(sP16lo);
       const uint64_t dph = wgmma_desc_sw128(sP);
       const uint64_t dpl = wgmma_desc_sw128(sPlo);
       const uint64_t dv = wgmma_desc_sw128(sKV, BN * 128);  // MN-major: 64-dim blocks BN rows apart
@@ -1477,6 +1503,10 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
           const uint64_t kb = (ks * 16 * 128) >> 4;  // 16 rows of V
           wgmma_pv_m64n192_f16(on, dp16 + ka, dv + kb);                              // dims 0-191
           wgmma_pv_m64n64<false>(orp, dp16 + ka, dv + ((3 * BN * 128) >> 4) + kb);      // 192-255
+          if constexpr (kNopePHiLo) {
+            wgmma_pv_m64n192_f16(on, dp16l + ka, dv + kb);
+            wgmma_pv_m64n64<false>(orp, dp16l + ka, dv + ((3 * BN * 128) >> 4) + kb);
+          }
         }
         wgmma_commit_wait();
       } else {
@@ -1486,6 +1516,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
           const uint64_t ka = (ks * 32) >> 4;
           const uint64_t kb = (ks * 16 * 128) >> 4;
           wgmma_pv_m64n192_f16(on, dp16 + ka, dv + ((4 * BN * 128) >> 4) + kb);      // 256-447
+          if constexpr (kNopePHiLo) wgmma_pv_m64n192_f16(on, dp16l + ka, dv + ((4 * BN * 128) >> 4) + kb);
           wgmma_pv_m64n64<true>(orp, dph + ka, dv + ((7 * BN * 128) >> 4) + kb);      // rope, P hi
           wgmma_pv_m64n64<true>(orp, dpl + ka, dv + ((7 * BN * 128) >> 4) + kb);      // rope, P lo
         }
@@ -1532,9 +1563,12 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       const int i8 = lane >> 3;
       const __nv_bfloat16* vrow = sKV + (ks * 16 + (i8 & 1) * 8 + (lane & 7)) * kSRow;
       uint32_t pa[MT][4];
+      [[maybe_unused]] uint32_t pal[kNopePHiLo ? MT : 1][4];  // NOPE_P_HILO: P's lo part
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
+      for (int mt = 0; mt < MT; ++mt) {
         ldsm_x4(pa[mt], sP16 + (mt * 16 + (lane & 15)) * C::PROW + ks * 16 + (lane >> 4) * 8);
+        if constexpr (kNopePHiLo) ldsm_x4(pal[mt], sP16lo + (mt * 16 + (lane & 15)) * C::PROW + ks * 16 + (lane >> 4) * 8);
+      }
 #pragma unroll
       for (int np = 0; np < 3; ++np) {
         uint32_t b[4];
@@ -1543,12 +1577,19 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         for (int mt = 0; mt < MT; ++mt) {
           mma_f16(o[mt][2 * np], pa[mt], b[0], b[1]);
           mma_f16(o[mt][2 * np + 1], pa[mt], b[2], b[3]);
+          if constexpr (kNopePHiLo) {
+            mma_f16(o[mt][2 * np], pal[mt], b[0], b[1]);
+            mma_f16(o[mt][2 * np + 1], pal[mt], b[2], b[3]);
+          }
         }
       }
       uint32_t b[4];  // nope n-tile 6 and the rope n-tile in one ldmatrix
       ldsm_x4_t(b, vrow + ((i8 >> 1) ? dr0 : dn0 + 48));
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt) mma_f16(o[mt][6], pa[mt], b[0], b[1]);
+      for (int mt = 0; mt < MT; ++mt) {
+        mma_f16(o[mt][6], pa[mt], b[0], b[1]);
+        if constexpr (kNopePHiLo) mma_f16(o[mt][6], pal[mt], b[0], b[1]);
+      }
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
         uint32_t ph[4], pl[4];
@@ -1666,6 +1707,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
           hs[2 * n] = hs[2 * n + 1] = 0.f;
         }
         uint32_t hi[4], lo[4], pf[4];  // matrices (n, i) = (0, 0), (0, 1), (1, 0), (1, 1)
+        [[maybe_unused]] uint32_t pfl[4];  // NOPE_P_HILO: pf's lo parts
 #pragma unroll
         for (int m = 0; m < 4; ++m) {
           const int n = m >> 1, i = m & 1;
@@ -1676,12 +1718,14 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
           hi[m] = pack_bf16(p0, p1);
           lo[m] = pack_bf16(p0 - bf16_lo(hi[m]), p1 - bf16_hi(hi[m]));
           pf[m] = pack_f16(p0 * f16_shift, p1 * f16_shift);
+          if constexpr (kNopePHiLo) pfl[m] = f16_rest(p0 * f16_shift, p1 * f16_shift, pf[m]);
         }
         const int mi = lane >> 3;
         const int po = sw128_off<C::M>(8 * (2 * wg + (mi >> 1)) + (lane & 7), wl * 16 + (mi & 1) * 8);
         stsm_x4_t(sP + po, hi[0], hi[1], hi[2], hi[3]);
         stsm_x4_t(sPlo + po, lo[0], lo[1], lo[2], lo[3]);
         stsm_x4_t(sP16 + po, pf[0], pf[1], pf[2], pf[3]);
+        if constexpr (kNopePHiLo) stsm_x4_t(sP16lo + po, pfl[0], pfl[1], pfl[2], pfl[3]);
         const float r = reduce_scatter4(hs, lane, [](float a, float b) { return a + b; });
         if ((lane & 4) == 0) sRsum[wl * 32 + h_own] = r;
       }
@@ -1726,6 +1770,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         }
       }
       const uint64_t dp16 = wgmma_desc_sw128(sP16);
+      [[maybe_unused]] const uint64_t dp16l = wgmma_desc_sw128(sP16lo);
       const uint64_t dph = wgmma_desc_sw128(sP);
       const uint64_t dpl = wgmma_desc_sw128(sPlo);
       const uint64_t dv = wgmma_desc_sw128(sKV, BN * 128);
@@ -1736,16 +1781,22 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
 #pragma unroll
           for (int ks = 0; ks < NKS; ++ks)
 #pragma unroll
-            for (int b = 0; b < 4; ++b)
+            for (int b = 0; b < 4; ++b) {
               wgmma_m64n32k16<false, true>(ot[b], dv + ((b * BN * 128 + ks * 16 * 128) >> 4), dp16 + ((ks * 32) >> 4));
+              if constexpr (kNopePHiLo)
+                wgmma_m64n32k16<false, true>(ot[b], dv + ((b * BN * 128 + ks * 16 * 128) >> 4), dp16l + ((ks * 32) >> 4));
+            }
           wgmma_commit();
         } else {
           wgmma_fence();
 #pragma unroll
           for (int ks = 0; ks < NKS; ++ks) {
 #pragma unroll
-            for (int b = 0; b < 3; ++b)
+            for (int b = 0; b < 3; ++b) {
               wgmma_m64n32k16<false, true>(ot[b], dv + (((4 + b) * BN * 128 + ks * 16 * 128) >> 4), dp16 + ((ks * 32) >> 4));
+              if constexpr (kNopePHiLo)
+                wgmma_m64n32k16<false, true>(ot[b], dv + (((4 + b) * BN * 128 + ks * 16 * 128) >> 4), dp16l + ((ks * 32) >> 4));
+            }
             wgmma_m64n32k16<true, true>(ot[3], dv + ((7 * BN * 128 + ks * 16 * 128) >> 4), dph + ((ks * 32) >> 4));
             wgmma_m64n32k16<true, true>(ot[3], dv + ((7 * BN * 128 + ks * 16 * 128) >> 4), dpl + ((ks * 32) >> 4));
           }

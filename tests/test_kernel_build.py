@@ -151,7 +151,8 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     without the L2 prefetch (-DDSPARKCTL_WS_L2_PREFETCH=0, the A/B baseline) and v44's build
     without the warp-row combine (-DDSPARKCTL_COMBINE_WARP_ROWS=0) and v45's build without the
     cluster combine (-DDSPARKCTL_WS_CLUSTER_COMBINE=0) and two timeline builds with the combine's
-    marks, one with session 29's probe 3 (-DDSPARKCTL_TL_COMBINE_PROBE=3), as
+    marks, one with session 29's probe 3 (-DDSPARKCTL_TL_COMBINE_PROBE=3), and session 30's nope
+    P hi + lo candidate (-DDSPARKCTL_NOPE_P_HILO=1) for sm_90a and sm_120a, as
     {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
     if build.find_nvcc() is None:
         pytest.skip("nvcc not installed: cannot compile-check CUDA")
@@ -169,6 +170,8 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_90a_tl_marks": ["-arch=sm_90a", "-DDSPARKCTL_TIMELINE", "-DDSPARKCTL_TL_CLUSTER_MARKS"],
         "sm_90a_tl_probe3": ["-arch=sm_90a", "-DDSPARKCTL_TIMELINE", "-DDSPARKCTL_TL_CLUSTER_MARKS",
                              "-DDSPARKCTL_TL_COMBINE_PROBE=3"],
+        "sm_90a_nope_hilo": ["-arch=sm_90a", "-DDSPARKCTL_NOPE_P_HILO=1"],
+        "sm_120a_nope_hilo": ["-arch=sm_120a", "-DDSPARKCTL_NOPE_P_HILO=1"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -417,3 +420,29 @@ def test_every_kernel_source_is_hashed_and_shipped() -> None:
     listed = {f.name for f in build.source_files()}
     on_disk = {f.name for f in build.kernels_dir().iterdir() if f.suffix in (".cu", ".cuh", ".h", ".cpp", ".hpp")}
     assert on_disk == listed, on_disk ^ listed
+
+
+def test_nope_p_hilo_adds_a_lo_pass_to_every_main_kernel_and_leaves_the_ws_kernel(
+    kernel_ptx: dict[str, dict[str, str]],
+) -> None:
+    """Session 30's candidate (bench/results/smoke_h200_v51/): the nope P.V with P as fp16 hi + lo.
+    Every main kernel (mma.sync on both targets, wgmma on sm_90a) gets more fp16 MMAs (the lo
+    pass: the shipped build's nope P.V count again) and one more shared-memory store per P pair;
+    the WS kernels and the combine kernels are unchanged (the WS kernel has no room for the
+    buffer yet)."""
+    f16_mma = ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16",
+               "wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16", "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16")
+    for ship_key, var_key in (("sm_90a", "sm_90a_nope_hilo"), ("sm_120a", "sm_120a_nope_hilo")):
+        ship, var = kernel_ptx[ship_key], kernel_ptx[var_key]
+        assert ship.keys() == var.keys()
+        main = [n for n in ship if "decode_kernel" in n]
+        assert len(main) >= 6, main
+        for name, body in ship.items():
+            if name not in main:
+                assert var[name] == body, (var_key, name)
+                continue
+            before = sum(body.count(op) for op in f16_mma)
+            after = sum(var[name].count(op) for op in f16_mma)
+            assert before > 0 and after > before, (var_key, name, before, after)
+            assert var[name].count("st.shared") + var[name].count("stmatrix") > body.count("st.shared") + body.count(
+                "stmatrix"), (var_key, name)
