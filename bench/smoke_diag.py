@@ -8,7 +8,7 @@ checked call, on its capture inputs and (after the original check ran) on its re
 bundled kernel is called eagerly on a copy and compared with the fp64 reference; a call that misses
 the tolerance gets a record: for out and lse separately the worst element (err / allowed, the fp64
 reference, the kernel's value, the fp32 reference's value), the worst token's valid lengths and
-first indices, its error with the token alone (a T = 1 call), and the call's ratio with every
+first indices, its error with the token alone (a T = 1 call), the automatic plan, and the call's ratio with every
 layout forced at the automatic / 1 / 2 / 4 splits (``cN sM``: config N of ``ops.CONFIGS``).
 ``--save``: per failing call, the worst token's q, sink, scale, valid slots and dequantized rows
 (main and extra cache), the kernel's and the reference's out / lse for it (torch.save).
@@ -96,6 +96,10 @@ def _diag(kernel_fn: Any, inputs: dict[str, Any], label: str) -> None:
         "token_extra_topk_length": None if etl is None else int(etl.flatten()[t]),
         "token_indices": [int(x) for x in kw["indices"].reshape(q.shape[0], -1)[t][:8]],
     }
+    try:  # the plan the automatic call took (needs the library's plan op; absent on a CPU stand-in)
+        rec["plan"] = ops.plan_info(rec["T"], rec["H"], rec["topk"], rec["extra_topk"])
+    except Exception as e:  # a diagnostic aid: report why, do not stop
+        rec["plan"] = f"{type(e).__name__}: {e}"
     forced = {}
     for cfg in ops.CONFIGS[1:]:
         for ns in (0, 1, 2, 4):
