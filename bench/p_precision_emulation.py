@@ -37,6 +37,8 @@ VARIANTS = {  # name: (lazy threshold (0 = eager), P rounding of the nope P.V)
 
 
 def _round_p(p: torch.Tensor, mode: str) -> torch.Tensor:
+    if mode not in ("fp16", "hilo", "exact"):
+        raise ValueError(f"P rounding must be fp16, hilo or exact, got {mode!r}")
     if mode == "exact":
         return p
     hi = p.to(torch.float16).double()
