@@ -2011,7 +2011,19 @@ static_assert(DSPARKCTL_WS_L2_PREFETCH == 0 || DSPARKCTL_WS_L2_PREFETCH == 1, "o
 // prefetches a tile; without it threads 0-63.
 [[maybe_unused]] __device__ __forceinline__ int ws_prep_row(int pt) { return kWsL2Prefetch ? (pt >> 5) * 16 + (pt & 15) : pt; }
 [[maybe_unused]] __device__ __forceinline__ bool ws_preps(int pt) { return kWsL2Prefetch ? (pt & 31) < 16 : pt < 64; }
-enum WsBarrier : int { kWsPReady = 1, kWsPFree = 2, kWsProducer = 3, kWsConsumers = 4 };
+enum WsBarrier : int { kWsPReady = 1, kWsPFree = 2, kWsProducer = 3, kWsConsumers = 4, kWsHiDone = 5, kWsLoReady = 6 };
+// -DDSPARKCTL_WS_NOPE_P_HILO=1 (session 30 candidate, off): the WS kernel's nope P.V in two fp16
+// passes too (see DSPARKCTL_NOPE_P_HILO). Its shared memory has no room for a second P buffer
+// (227,184 of 232,448 bytes), so the lo part goes into the same buffer after the hi pass:
+// warpgroup 0 writes P's hi part and hands it over (P-ready), runs its hi pass, waits until
+// warpgroup 1's hi pass is done with the buffer (hi-done), writes the lo part (kept in 16
+// registers), hands it over (lo-ready), and both run the lo pass; P-free then follows warpgroup
+// 1's lo pass. Two more hand-offs a tile.
+#ifndef DSPARKCTL_WS_NOPE_P_HILO
+#define DSPARKCTL_WS_NOPE_P_HILO 0
+#endif
+static_assert(DSPARKCTL_WS_NOPE_P_HILO == 0 || DSPARKCTL_WS_NOPE_P_HILO == 1, "on or off");
+constexpr bool kWsNopePHiLo = DSPARKCTL_WS_NOPE_P_HILO == 1;
 // v45: a 2-split WS call runs the two splits of a (token, head block) as one 2-CTA cluster and
 // combines them in the epilogue, over distributed shared memory: each CTA stages its fp32 partial
 // rows and their lse as before, then combines half of the 64 rows (its own staged half and the
@@ -2768,6 +2780,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       if (j > 0) nbar_sync(kWsPFree, kCT);  // warpgroup 1's P.V of the previous tile is done with P
       DSPARKCTL_WS_TL(3);  // P free
       float rsum[2] = {0.f, 0.f};
+      [[maybe_unused]] uint32_t p16lo[kWsNopePHiLo ? 8 : 1][2];  // WS_NOPE_P_HILO: the lo parts, written after the hi pass
 #pragma unroll
       for (int n = 0; n < 8; ++n) {
         const int col = n * 8 + (lane & 3) * 2;
@@ -2781,7 +2794,9 @@ __global__ void __launch_bounds__(kWsThreads, 1)
           const int po = sw128_off<M>(wl * 16 + (lane >> 2) + 8 * i, col);
           *reinterpret_cast<uint32_t*>(sPhi + po) = hi;
           *reinterpret_cast<uint32_t*>(sPlo + po) = lo;
-          *reinterpret_cast<uint32_t*>(sP16 + po) = pack_f16(p0 * f16_shift, p1 * f16_shift);
+          const uint32_t h16 = pack_f16(p0 * f16_shift, p1 * f16_shift);
+          *reinterpret_cast<uint32_t*>(sP16 + po) = h16;
+          if constexpr (kWsNopePHiLo) p16lo[n][i] = f16_rest(p0 * f16_shift, p1 * f16_shift, h16);
         }
       }
 #pragma unroll
@@ -2815,6 +2830,25 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         wgmma_pv_m64n64<false>(orp, dp16 + ka, dv + ((3 * BN * 128) >> 4) + kb);
       }
       wgmma_commit_wait();
+      if constexpr (kWsNopePHiLo) {
+        nbar_sync(kWsHiDone, kCT);  // warpgroup 1's hi pass is done with the buffer
+#pragma unroll
+        for (int n = 0; n < 8; ++n)
+#pragma unroll
+          for (int i = 0; i < 2; ++i)
+            *reinterpret_cast<uint32_t*>(sP16 + sw128_off<M>(wl * 16 + (lane >> 2) + 8 * i, n * 8 + (lane & 3) * 2)) = p16lo[n][i];
+        fence_proxy_async_smem();
+        ws_handoff(kWsLoReady, kCT);
+        wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < BN / 16; ++ks) {
+          const uint64_t ka = (ks * 32) >> 4;
+          const uint64_t kb = (ks * 16 * 128) >> 4;
+          wgmma_pv_m64n192_f16(on, dp16 + ka, dv + kb);
+          wgmma_pv_m64n64<false>(orp, dp16 + ka, dv + ((3 * BN * 128) >> 4) + kb);
+        }
+        wgmma_commit_wait();
+      }
       mbar_arrive(&empty[b]);
       DSPARKCTL_WS_TL(5);  // P.V (dims 0-255)
     }
@@ -2870,6 +2904,18 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         wgmma_pv_m64n64<true>(orp, dpl + ka, dv + ((7 * BN * 128) >> 4) + kb);
       }
       wgmma_commit_wait();
+      if constexpr (kWsNopePHiLo) {
+        ws_handoff(kWsHiDone, kCT);
+        nbar_sync(kWsLoReady, kCT);  // the buffer holds P's lo part now
+        wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < BN / 16; ++ks) {
+          const uint64_t ka = (ks * 32) >> 4;
+          const uint64_t kb = (ks * 16 * 128) >> 4;
+          wgmma_pv_m64n192_f16(on, dp16 + ka, dv + ((4 * BN * 128) >> 4) + kb);
+        }
+        wgmma_commit_wait();
+      }
       if (it + 1 < tile_end) ws_handoff(kWsPFree, kCT);
       mbar_arrive(&empty[b]);
       DSPARKCTL_WS_TL(1);  // P.V (dims 256-511)

@@ -152,7 +152,8 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     without the warp-row combine (-DDSPARKCTL_COMBINE_WARP_ROWS=0) and v45's build without the
     cluster combine (-DDSPARKCTL_WS_CLUSTER_COMBINE=0) and two timeline builds with the combine's
     marks, one with session 29's probe 3 (-DDSPARKCTL_TL_COMBINE_PROBE=3), and session 30's nope
-    P hi + lo candidate (-DDSPARKCTL_NOPE_P_HILO=1) for sm_90a and sm_120a, as
+    P hi + lo candidates (-DDSPARKCTL_NOPE_P_HILO=1 for sm_90a and sm_120a, and the WS kernel's
+    -DDSPARKCTL_WS_NOPE_P_HILO=1), as
     {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
     if build.find_nvcc() is None:
         pytest.skip("nvcc not installed: cannot compile-check CUDA")
@@ -172,6 +173,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
                              "-DDSPARKCTL_TL_COMBINE_PROBE=3"],
         "sm_90a_nope_hilo": ["-arch=sm_90a", "-DDSPARKCTL_NOPE_P_HILO=1"],
         "sm_120a_nope_hilo": ["-arch=sm_120a", "-DDSPARKCTL_NOPE_P_HILO=1"],
+        "sm_90a_ws_nope_hilo": ["-arch=sm_90a", "-DDSPARKCTL_WS_NOPE_P_HILO=1"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -446,3 +448,20 @@ def test_nope_p_hilo_adds_a_lo_pass_to_every_main_kernel_and_leaves_the_ws_kerne
             assert before > 0 and after > before, (var_key, name, before, after)
             assert var[name].count("st.shared") + var[name].count("stmatrix") > body.count("st.shared") + body.count(
                 "stmatrix"), (var_key, name)
+
+
+def test_ws_nope_p_hilo_adds_the_lo_pass_and_two_hand_offs_to_the_ws_kernel_only(
+    kernel_ptx: dict[str, dict[str, str]],
+) -> None:
+    """Session 30's WS candidate: the nope P.V's lo pass in the same P buffer after the hi pass.
+    Only the WS kernels change; each issues more fp16 wgmma (both warpgroups' lo pass) and more
+    named-barrier operations (the hi-done and lo-ready hand-offs), and keeps its bf16 (rope)
+    wgmma as they were."""
+    f16 = ("wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16", "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16")
+    bf16 = "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"
+    for name, ship, var in _ws_kernels_of(kernel_ptx, "sm_90a_ws_nope_hilo"):
+        before, after = (sum(t.count(op) for op in f16) for t in (ship, var))
+        assert before > 0 and after > before, (name, before, after)
+        assert var.count(bf16) == ship.count(bf16) > 0, name
+        bars = [t.count("bar.sync") + t.count("bar.arrive") for t in (ship, var)]
+        assert bars[1] >= bars[0] + 2, (name, bars)
