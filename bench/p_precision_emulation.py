@@ -5,8 +5,9 @@ misses FlashMLA's tolerance on a few elements of the smoke's large calls (sessio
 
 The smoke's inputs (``kernel_smoke.make_call_inputs``: SGLang's layouts, per-group scale spread,
 sinks) go through the kernel's softmax in 64-candidate tiles, in fp64 except for P in the P.V of
-the 448 nope dims, which is rounded as the kernel rounds it: one fp16 pass (11 significant bits,
-v12's design), or fp16 hi + lo (two passes, ~22 bits), or not at all; with the WS kernel's lazy
+the 448 nope dims, which is rounded as the kernel rounds it (after the kernel's shift by the tile's
+V exponent minus the running one): one fp16 pass (11 significant bits, v12's design), or fp16 hi +
+lo (two passes, ~22 bits), or not at all; with the WS kernel's lazy
 running max (``lazy8``: moves only when a tile's max passes it by more than 8, base 2) or the
 eager one. The rope dims take P exactly (the kernel's bf16 hi + lo). Output rounded to bf16 like
 the kernel's. Prints per variant the largest |err| / (1e-3 + 2/128 |ref|) against the fp64
@@ -59,6 +60,13 @@ def emulate(kw: dict, lazy: float, mode: str) -> torch.Tensor:
     m = torch.full((t, h), -math.inf, dtype=torch.float64)
     l_sum = torch.zeros((t, h), dtype=torch.float64)
     o = torch.zeros((t, h, d), dtype=torch.float64)
+    # the kernel's nope V exponents: per 64-value group the UE8M0 scale's (ceil(log2(amax / 448)),
+    # as layout.quantize_kv chose it), per tile the largest over its valid rows (-127 for none), and
+    # the running one; the fp16 P is p * 2^(tile - running), so its rounding sees that shift too
+    amax = kv[..., :448].reshape(t, kv.shape[1], 7, 64).abs().amax(-1)
+    gexp = torch.where(amax > 0, torch.ceil(torch.log2(amax / 448.0)), torch.full_like(amax, -127.0))
+    row_exp = torch.where(valid, gexp.amax(-1), torch.full_like(gexp[..., 0], -127.0))  # [t, k]
+    e_run = torch.full((t,), -math.inf, dtype=torch.float64)
     for j in range(0, s2.shape[-1], 64):
         st = s2[..., j : j + 64]
         rmax = st.amax(-1)
@@ -66,7 +74,11 @@ def emulate(kw: dict, lazy: float, mode: str) -> torch.Tensor:
         alpha = torch.where(torch.isneginf(mx), torch.ones_like(mx), torch.exp2(m - mx))
         p = torch.exp2(st - torch.where(torch.isneginf(mx), torch.zeros_like(mx), mx).unsqueeze(-1))
         o = o * alpha.unsqueeze(-1)
-        o[..., :448] += torch.einsum("thk,tkd->thd", _round_p(p, mode), kv[:, j : j + 64, :448])
+        e_tile = row_exp[:, j : j + 64].amax(-1)
+        e_run = torch.maximum(e_run, e_tile)
+        shift = torch.exp2(e_tile - e_run).view(t, 1, 1)  # <= 1
+        p_nope = _round_p(p * shift, mode) / shift
+        o[..., :448] += torch.einsum("thk,tkd->thd", p_nope, kv[:, j : j + 64, :448])
         o[..., 448:] += torch.einsum("thk,tkd->thd", p, kv[:, j : j + 64, 448:])
         l_sum = l_sum * alpha + p.sum(-1)
         m = mx

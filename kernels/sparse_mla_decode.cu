@@ -137,7 +137,8 @@ constexpr int kTlSmemBytes = 0;
 // bench/results/smoke_h200_v51/), and a CPU emulation of the tile loop on its data
 // (bench/p_precision_emulation.py) has one fp16 pass at 0.65-1.09 of the tolerance and hi + lo at
 // 0.25, as with exact P. One more P buffer (M x PROW fp16) and the nope MMAs twice. The WS kernel
-// is not covered yet: its shared memory (222 of 227 KB) has no room for the buffer.
+// has no room for the buffer (227,184 of 232,448 bytes): -DDSPARKCTL_WS_NOPE_P_HILO gives it the
+// lo pass through the same buffer (see kWsHiDone).
 #ifndef DSPARKCTL_NOPE_P_HILO
 #define DSPARKCTL_NOPE_P_HILO 0
 #endif
@@ -2304,7 +2305,9 @@ __device__ __forceinline__ void ws_s64(float (&s)[8][4], uint64_t dq, uint64_t d
 // warpgroup 0 from its P-ready arrive to its next P-free wait, warpgroup 1 from its P-free
 // arrive to its next P-ready wait. In those windows the kernel only reads shared memory (P.V
 // and S by wgmma, sEtile, sValid) and writes sFact, which nobody reads before the epilogue's
-// whole-CTA barrier.
+// whole-CTA barrier. -DDSPARKCTL_WS_NOPE_P_HILO adds two hand-offs of the same kind (warpgroup 1's
+// hi-done arrive, warpgroup 0's lo-ready arrive): in their windows too only wgmma reads of P and V
+// run; P's next write waits for P-free, which warpgroup 1 now arrives on after its lo pass.
 [[maybe_unused]] __device__ __forceinline__ void ws_handoff(int id, int n) {
 #ifdef DSPARKCTL_WS_RACECHECK_SYNC
   nbar_sync(id, n);

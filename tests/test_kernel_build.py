@@ -430,8 +430,8 @@ def test_nope_p_hilo_adds_a_lo_pass_to_every_main_kernel_and_leaves_the_ws_kerne
     """Session 30's candidate (bench/results/smoke_h200_v51/): the nope P.V with P as fp16 hi + lo.
     Every main kernel (mma.sync on both targets, wgmma on sm_90a) gets more fp16 MMAs (the lo
     pass: the shipped build's nope P.V count again) and one more shared-memory store per P pair;
-    the WS kernels and the combine kernels are unchanged (the WS kernel has no room for the
-    buffer yet)."""
+    the WS kernels and the combine kernels are unchanged (the WS kernel's lo pass is its own flag,
+    -DDSPARKCTL_WS_NOPE_P_HILO: its shared memory has no room for the second buffer)."""
     f16_mma = ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16",
                "wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16", "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16")
     for ship_key, var_key in (("sm_90a", "sm_90a_nope_hilo"), ("sm_120a", "sm_120a_nope_hilo")):
