@@ -5,7 +5,9 @@
 # nope P.V in two fp16 passes); hilows = hilo + -DDSPARKCTL_WS_NOPE_P_HILO=1 (the WS kernel's too,
 # through one buffer and two more hand-offs a tile; ptxas: 4 bytes of spill); hilonows = hilo +
 # -DDSPARKCTL_NO_WS (the 64-head calls on the main kernel's wgmma path instead of the WS kernel).
-# Then: the GPU tests on hilows (every path with a lo pass); `dsparkctl smoke --kernel bundled --tp 4
+# Then: the GPU tests on hilows (every path with a lo pass; with session 30's 6 cases built from the
+# smoke's data, test_smoke_data_stay_well_inside_the_out_tolerance, also run on v51, where they
+# should fail); `dsparkctl smoke --kernel bundled --tp 4
 # --json` on all four (expected: hilo still fails the 64-head WS calls and passes the 16-head ones;
 # hilows and hilonows pass all); bench/smoke_diag.py on hilows; 2 alternating rounds of the short
 # bench for the lo passes' cost. Results under /tmp/r, packed into $OUT/r.tgz after each step.
@@ -23,7 +25,10 @@ done
 wait
 for v in $V; do [ -f /tmp/k_$v/$SO ] || echo "BUILD FAILED $v"; done
 DSPARKCTL_KERNEL_SO=/tmp/k_hilows/$SO timeout 150 python3 -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider > $R/gpu_tests_hilows.log 2>&1
-echo "gpu tests hilows: $(grep -E '[0-9]+ (passed|failed)' $R/gpu_tests_hilows.log | tail -1)"; pack
+echo "gpu tests hilows: $(grep -E '[0-9]+ (passed|failed)' $R/gpu_tests_hilows.log | tail -1)"
+DSPARKCTL_KERNEL_SO=/tmp/k_v51/$SO timeout 60 python3 -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider -k smoke_data \
+  > $R/gpu_tests_v51_smoke_data.log 2>&1
+echo "v51 on the smoke-data tests: $(grep -E '[0-9]+ (passed|failed)' $R/gpu_tests_v51_smoke_data.log | tail -1)"; pack
 for v in $V; do
   DSPARKCTL_KERNEL_SO=/tmp/k_$v/$SO timeout 90 python3 -m dsparkctl smoke --kernel bundled --tp 4 --json > $R/smoke_$v.json 2> $R/smoke_$v.err
   echo "smoke $v: rc $? $(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); \
