@@ -2824,24 +2824,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         }
       }
       const uint64_t dv = wgmma_desc_sw128(sKV, BN * 128);
-      wgmma_fence();
-#pragma unroll
-      for (int ks = 0; ks < BN / 16; ++ks) {
-        const uint64_t ka = (ks * 32) >> 4;
-        const uint64_t kb = (ks * 16 * 128) >> 4;
-        wgmma_pv_m64n192_f16(on, dp16 + ka, dv + kb);
-        wgmma_pv_m64n64<false>(orp, dp16 + ka, dv + ((3 * BN * 128) >> 4) + kb);
-      }
-      wgmma_commit_wait();
-      if constexpr (kWsNopePHiLo) {
-        nbar_sync(kWsHiDone, kCT);  // warpgroup 1's hi pass is done with the buffer
-#pragma unroll
-        for (int n = 0; n < 8; ++n)
-#pragma unroll
-          for (int i = 0; i < 2; ++i)
-            *reinterpret_cast<uint32_t*>(sP16 + sw128_off<M>(wl * 16 + (lane >> 2) + 8 * i, n * 8 + (lane & 3) * 2)) = p16lo[n][i];
-        fence_proxy_async_smem();
-        ws_handoff(kWsLoReady, kCT);
+      // this warpgroup's P.V (dims 0-255) with whatever P the buffer holds (WS_NOPE_P_HILO: twice)
+      auto pv_own = [&]() {
         wgmma_fence();
 #pragma unroll
         for (int ks = 0; ks < BN / 16; ++ks) {
@@ -2851,6 +2835,18 @@ __global__ void __launch_bounds__(kWsThreads, 1)
           wgmma_pv_m64n64<false>(orp, dp16 + ka, dv + ((3 * BN * 128) >> 4) + kb);
         }
         wgmma_commit_wait();
+      };
+      pv_own();
+      if constexpr (kWsNopePHiLo) {
+        nbar_sync(kWsHiDone, kCT);  // warpgroup 1's hi pass is done with the buffer
+#pragma unroll
+        for (int n = 0; n < 8; ++n)
+#pragma unroll
+          for (int i = 0; i < 2; ++i)
+            *reinterpret_cast<uint32_t*>(sP16 + sw128_off<M>(wl * 16 + (lane >> 2) + 8 * i, n * 8 + (lane & 3) * 2)) = p16lo[n][i];
+        fence_proxy_async_smem();
+        ws_handoff(kWsLoReady, kCT);
+        pv_own();
       }
       mbar_arrive(&empty[b]);
       DSPARKCTL_WS_TL(5);  // P.V (dims 0-255)
