@@ -56,8 +56,9 @@ if [ -z "$SKIP_TESTS" ]; then
   echo "gpu tests: $(( $(date +%s) - t0 )) s"
   # (session 30) the product's own kernel smoke on this build: every call the DeepSeek-V4-Flash
   # preset plans (TP 4), eager and graph-captured, against the fp64 reference. Its data (per-group
-  # scale spread, sinks, valid lengths from the serving ladder, up to 1,536 tokens) found the WS
-  # kernel's 1-split mismatches that tests/test_kernel_gpu.py did not (bench/smoke_diag.py).
+  # scale spread, sinks, valid lengths from the serving ladder, up to 1,536 tokens) found v12's
+  # 11-bit nope P missing the tolerance where tests/test_kernel_gpu.py did not
+  # (bench/results/smoke_h200_v51/).
   t0=$(date +%s)
   $PY -m dsparkctl smoke --kernel bundled --tp 4 --json > "$OUT/smoke_tp4.json" 2> "$OUT/smoke_tp4.err"
   echo "smoke (--kernel bundled --tp 4): rc $? $($PY -c "import json,sys; d=json.load(open(sys.argv[1])); \
