@@ -46,10 +46,6 @@ def _worst(x: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float) -> tupl
     return float(r.flatten()[i]), tuple(int(v) for v in torch.unravel_index(torch.tensor(i), r.shape))
 
 
-def _ratio(out: torch.Tensor, lse: torch.Tensor, ro: torch.Tensor, rl: torch.Tensor) -> float:
-    return max(_worst(out, ro, TOL.out_atol, TOL.out_rtol)[0], _worst(lse, rl, TOL.lse_atol, TOL.lse_rtol)[0])
-
-
 def _token_slots(kw: dict[str, Any], t: int, extra: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """(valid slots of token t in order, their dequantized rows) in the main or the extra cache."""
     cache = kw["extra_kv_cache" if extra else "kv_cache"]
@@ -89,7 +85,7 @@ def _diag(kernel_fn: Any, inputs: dict[str, Any], label: str) -> None:
         "ref32_out_ratio": _worst(r32o.float(), r64o, TOL.out_atol, TOL.out_rtol)[0],
         "lse_ratio": rl, "lse_at": il, "lse_ref": float(r64l[il]), "lse_kernel": float(lse[il]),
         "lse_ref32": float(r32l[il]), "ref32_lse_ratio": _worst(r32l, r64l, TOL.lse_atol, TOL.lse_rtol)[0],
-        "token": t, "alone_ratio": _ratio(o1, l1, r64o[t : t + 1], r64l[t : t + 1]),
+        "token": t, "alone_ratio": ks.compare_outputs(o1, l1, r64o[t : t + 1], r64l[t : t + 1], TOL).ratio,
         "token_max_abs_err": float(row_err.max()), "token_elems_over_1e-3": int((row_err > 1e-3).sum()),
         "token_head_max_err": [round(float(x), 5) for x in row_err.amax(dim=-1)],
         "token_topk_length": None if tl is None else int(tl.flatten()[t]),
@@ -108,7 +104,7 @@ def _diag(kernel_fn: Any, inputs: dict[str, Any], label: str) -> None:
             except Exception as e:  # a layout that does not fit is reported, not fatal
                 forced[f"c{cfg}s{ns}"] = type(e).__name__
                 continue
-            forced[f"c{cfg}s{ns}"] = round(_ratio(fo, fl, r64o, r64l), 3)
+            forced[f"c{cfg}s{ns}"] = round(ks.compare_outputs(fo, fl, r64o, r64l, TOL).ratio, 3)
     rec["forced"] = forced
     RECORDS.append(rec)
     print(json.dumps(rec), flush=True)
