@@ -33,17 +33,26 @@ VARIANTS = {  # name: (lazy threshold (0 = eager), P rounding of the nope P.V)
     "lazy8_fp16": (8.0, "fp16"),
     "eager_fp16": (0.0, "fp16"),
     "lazy8_fp16_hilo": (8.0, "hilo"),
+    "lazy8_fp16_hi_e4m3lo": (8.0, "hilo8"),
     "exact": (0.0, "exact"),
 }
 
 
+LO8_SHIFT = 12  # the kernel's kWsLo8Shift at the default lazy max (8)
+
+
 def _round_p(p: torch.Tensor, mode: str) -> torch.Tensor:
-    if mode not in ("fp16", "hilo", "exact"):
-        raise ValueError(f"P rounding must be fp16, hilo or exact, got {mode!r}")
+    if mode not in ("fp16", "hilo", "hilo8", "exact"):
+        raise ValueError(f"P rounding must be fp16, hilo, hilo8 or exact, got {mode!r}")
     if mode == "exact":
         return p
     hi = p.to(torch.float16).double()
-    return hi if mode == "fp16" else hi + (p - hi).to(torch.float16).double()
+    if mode == "fp16":
+        return hi
+    if mode == "hilo":
+        return hi + (p - hi).to(torch.float16).double()
+    # the WS kernel's warpgroup 1: the lo part as e4m3 of lo x 2^LO8_SHIFT (|lo| <= 2^-4 with P <= 2^8)
+    return hi + ((p - hi) * 2.0**LO8_SHIFT).to(torch.float8_e4m3fn).double() / 2.0**LO8_SHIFT
 
 
 def emulate(kw: dict, lazy: float, mode: str) -> torch.Tensor:

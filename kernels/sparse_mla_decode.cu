@@ -138,7 +138,7 @@ constexpr int kTlSmemBytes = 0;
 // (bench/p_precision_emulation.py) has one fp16 pass at 0.65-1.09 of the tolerance and hi + lo at
 // 0.25, as with exact P. One more P buffer (M x PROW fp16) and the nope MMAs twice. The WS kernel
 // has no room for the buffer (227,184 of 232,448 bytes): -DDSPARKCTL_WS_NOPE_P_HILO gives it the
-// lo pass through the same buffer (see kWsHiDone).
+// lo pass from registers (see kWsLo8Shift).
 #ifndef DSPARKCTL_NOPE_P_HILO
 #define DSPARKCTL_NOPE_P_HILO 0
 #endif
@@ -480,6 +480,27 @@ __device__ __forceinline__ void wgmma_pv_m64n192_f16(float (&d)[24][4], uint64_t
       : "l"(da), "l"(db), "r"(1));
 #endif
 }
+// The same with A (P) from registers (WS_NOPE_P_HILO's lo pass): a[] in the mma.sync m16n8k16 A
+// layout of the warp's 16 rows, a[0] / a[1] rows lane / 4 (+ 8), a[2] / a[3] the same 8 columns on.
+[[maybe_unused]] __device__ __forceinline__ void wgmma_pv_m64n192_f16_ra(float (&d)[24][4], const uint32_t (&a)[4],
+                                                                         uint64_t db) {
+#if DSPARKCTL_WGMMA
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %101, 0;\nwgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, {%96, %97, %98, %99}, %100, p, 1, 1, 1;\n}\n"
+      : DSPARKCTL_ACC32(0), DSPARKCTL_ACC32(8), DSPARKCTL_ACC32(16)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+#endif
+}
+[[maybe_unused]] __device__ __forceinline__ void wgmma_pv_m64n64_f16_ra(float (&d)[8][4], const uint32_t (&a)[4], uint64_t db) {
+#if DSPARKCTL_WGMMA
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\nwgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+      : DSPARKCTL_ACC32(0)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+#endif
+}
 template <bool BF16>
 __device__ __forceinline__ void wgmma_pv_m64n64(float (&d)[8][4], uint64_t da, uint64_t db) {
 #if DSPARKCTL_WGMMA
@@ -551,6 +572,13 @@ __device__ __forceinline__ float bf16_lo(uint32_t v) { return __uint_as_float(v 
   return *reinterpret_cast<const uint32_t*>(&v);
 }
 __device__ __forceinline__ float bf16_hi(uint32_t v) { return __uint_as_float(v & 0xffff0000u); }
+// e4m3 x2 (low byte a) of (a, b) x 2^kWsLo8Shift, a and b what rounding to the fp16 pair `hi` left
+// out (WS_NOPE_P_HILO, warpgroup 1's lo part; saturating, though |lo| x 2^shift <= 256 < 448).
+[[maybe_unused]] __device__ __forceinline__ uint32_t f16_rest_e4m3(float a, float b, uint32_t hi, float scale) {
+  const __half2 h = *reinterpret_cast<const __half2*>(&hi);
+  const float2 f = __half22float2(h);
+  return __nv_cvt_float2_to_fp8x2(make_float2((a - f.x) * scale, (b - f.y) * scale), __NV_SATFINITE, __NV_E4M3);
+}
 
 // ---------------------------------------------------------------- tile loader
 // A tile = BN consecutive candidate positions of one cache, staged as VEC-byte chunks: first
@@ -2012,19 +2040,28 @@ static_assert(DSPARKCTL_WS_L2_PREFETCH == 0 || DSPARKCTL_WS_L2_PREFETCH == 1, "o
 // prefetches a tile; without it threads 0-63.
 [[maybe_unused]] __device__ __forceinline__ int ws_prep_row(int pt) { return kWsL2Prefetch ? (pt >> 5) * 16 + (pt & 15) : pt; }
 [[maybe_unused]] __device__ __forceinline__ bool ws_preps(int pt) { return kWsL2Prefetch ? (pt & 31) < 16 : pt < 64; }
-enum WsBarrier : int { kWsPReady = 1, kWsPFree = 2, kWsProducer = 3, kWsConsumers = 4, kWsHiDone = 5, kWsLoReady = 6 };
-// -DDSPARKCTL_WS_NOPE_P_HILO=1 (session 30 candidate, off): the WS kernel's nope P.V in two fp16
-// passes too (see DSPARKCTL_NOPE_P_HILO). Its shared memory has no room for a second P buffer
-// (227,184 of 232,448 bytes), so the lo part goes into the same buffer after the hi pass:
-// warpgroup 0 writes P's hi part and hands it over (P-ready), runs its hi pass, waits until
-// warpgroup 1's hi pass is done with the buffer (hi-done), writes the lo part (kept in 16
-// registers), hands it over (lo-ready), and both run the lo pass; P-free then follows warpgroup
-// 1's lo pass. Two more hand-offs a tile.
+enum WsBarrier : int { kWsPReady = 1, kWsPFree = 2, kWsProducer = 3, kWsConsumers = 4 };
+// -DDSPARKCTL_WS_NOPE_P_HILO=1: the WS kernel's nope P.V in two fp16 passes too (see
+// DSPARKCTL_NOPE_P_HILO), with no hand-off added. Its shared memory has no room for a second fp16
+// P buffer (227,184 of 232,448 bytes). Warpgroup 0 computed P, so its lo pass takes the lo part
+// (fp16, exact) from its registers (wgmma's register-A form). Warpgroup 1 reads the lo part from a
+// 4 KB buffer written with the hi part, as e4m3 of lo x 2^kWsLo8Shift (4 significant bits of a
+// part that is at most 2^-11 of P: P keeps ~15 bits; bench/p_precision_emulation.py's
+// hi_e4m3lo variant matches exact P on the smoke's data), converts it to fp16 and runs its lo
+// pass from registers too. Session 31's first form had one buffer and two more hand-offs a tile
+// (+2.9 / +4.3 us at DSpark T = 50 / +512 T = 50; bench/results/kernel_h200_v52_hilo/).
 #ifndef DSPARKCTL_WS_NOPE_P_HILO
 #define DSPARKCTL_WS_NOPE_P_HILO 0
 #endif
 static_assert(DSPARKCTL_WS_NOPE_P_HILO == 0 || DSPARKCTL_WS_NOPE_P_HILO == 1, "on or off");
 constexpr bool kWsNopePHiLo = DSPARKCTL_WS_NOPE_P_HILO == 1;
+// P <= 2^kWsLazyMax (times a V shift <= 1), so its fp16 lo part is at most 2^(kWsLazyMax - 12):
+// times 2^kWsLo8Shift it stays <= 256, inside e4m3's 448.
+constexpr int kWsLo8Shift = 20 - DSPARKCTL_WS_LAZY_MAX;
+static_assert(kWsLo8Shift >= 6 && kWsLo8Shift <= 20, "the lo part's e4m3 scale stays an fp16 power of two");
+// 2^-kWsLo8Shift as fp16 x2 (normal down to 2^-14, subnormal below)
+constexpr uint32_t kWsLo8Unscale =
+    (kWsLo8Shift <= 14 ? uint32_t(15 - kWsLo8Shift) << 10 : 1u << (24 - kWsLo8Shift)) * 0x10001u;
 // v45: a 2-split WS call runs the two splits of a (token, head block) as one 2-CTA cluster and
 // combines them in the epilogue, over distributed shared memory: each CTA stages its fp32 partial
 // rows and their lse as before, then combines half of the 64 rows (its own staged half and the
@@ -2090,7 +2127,9 @@ struct WsCfg {
   // the three may sum to at most 3 x 168 = 504 (the first build asked 512: warpgroup 0's
   // increase never found its registers and the kernel hung).
   enum : int { REGS_LAUNCH = 168 };
-  enum : int { REGS_S = 216, REGS_PV = 160, REGS_PRODUCER = 128 };
+  // WS_NOPE_P_HILO moves 16 to warpgroup 1, whose lo pass holds 16 A registers (ptxas: at 160 it
+  // serialized the wgmma, C7512; 200 / 176: 4 / 12 bytes of spill, no serialization).
+  enum : int { REGS_S = kWsNopePHiLo ? 200 : 216, REGS_PV = kWsNopePHiLo ? 176 : 160, REGS_PRODUCER = 128 };
   static_assert(REGS_S + REGS_PV + REGS_PRODUCER <= 3 * REGS_LAUNCH,
                 "setmaxnreg stays within the launch's allocation");
   static constexpr int TILE = BN * kD * 2;
@@ -2112,7 +2151,9 @@ struct WsCfg {
   static constexpr int OFF_PSCL = OFF_POFF + kSlots * BN * 8;   // uint8 [kSlots][BN][8]: scale bytes
   static constexpr int OFF_BAR = OFF_PSCL + kSlots * BN * 8;    // uint64 full[2], empty[2], raw[2], offs[2]
   static constexpr int OFF_LSE2 = OFF_BAR + 64;  // float [M]: the rows' partial lse (cluster combine)
-  static constexpr int SMEM = OFF_LSE2 + (kWsClusterCombine ? M * 4 : 0);
+  // WS_NOPE_P_HILO: P's lo part for warpgroup 1, e4m3 in its register-A order: uint32 [8][128 threads]
+  static constexpr int OFF_LO8 = (OFF_LSE2 + (kWsClusterCombine ? M * 4 : 0) + 127) / 128 * 128;
+  static constexpr int SMEM = kWsNopePHiLo ? OFF_LO8 + M * BN : OFF_LSE2 + (kWsClusterCombine ? M * 4 : 0);
   static_assert(SMEM <= 227 * 1024, "fits the opt-in shared memory of a Hopper CTA");
   static_assert(OFF_KV % 1024 == 0 && OFF_P16 % 1024 == 0 && OFF_PHI % 1024 == 0 && OFF_PLO % 1024 == 0, "wgmma operands");
   static_assert(M * kORow * 4 <= OFF_P16, "the epilogue stages the fp32 rows over Q and the KV tiles");
@@ -2783,7 +2824,11 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       if (j > 0) nbar_sync(kWsPFree, kCT);  // warpgroup 1's P.V of the previous tile is done with P
       DSPARKCTL_WS_TL(3);  // P free
       float rsum[2] = {0.f, 0.f};
-      [[maybe_unused]] uint32_t p16lo[kWsNopePHiLo ? 8 : 1][2];  // WS_NOPE_P_HILO: the lo parts, written after the hi pass
+      // WS_NOPE_P_HILO: the lo parts, fp16 for this warpgroup's lo pass (register A) and e4m3 for
+      // warpgroup 1's: word n of thread x at [n][x] (rows lane / 4 (+ 8) in its low (high) half,
+      // warpgroup 1's A order; a warp's stores are 128 contiguous bytes)
+      [[maybe_unused]] uint32_t p16lo[kWsNopePHiLo ? 8 : 1][2];
+      [[maybe_unused]] uint32_t lo8 = 0;
 #pragma unroll
       for (int n = 0; n < 8; ++n) {
         const int col = n * 8 + (lane & 3) * 2;
@@ -2799,7 +2844,12 @@ __global__ void __launch_bounds__(kWsThreads, 1)
           *reinterpret_cast<uint32_t*>(sPlo + po) = lo;
           const uint32_t h16 = pack_f16(p0 * f16_shift, p1 * f16_shift);
           *reinterpret_cast<uint32_t*>(sP16 + po) = h16;
-          if constexpr (kWsNopePHiLo) p16lo[n][i] = f16_rest(p0 * f16_shift, p1 * f16_shift, h16);
+          if constexpr (kWsNopePHiLo) {
+            p16lo[n][i] = f16_rest(p0 * f16_shift, p1 * f16_shift, h16);
+            const uint32_t e8 = f16_rest_e4m3(p0 * f16_shift, p1 * f16_shift, h16, float(1 << kWsLo8Shift));
+            lo8 = i == 0 ? e8 : lo8 | (e8 << 16);
+            if (i == 1) reinterpret_cast<uint32_t*>(smem + W::OFF_LO8)[n * 128 + (tid & 127)] = lo8;
+          }
         }
       }
 #pragma unroll
@@ -2824,30 +2874,25 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         }
       }
       const uint64_t dv = wgmma_desc_sw128(sKV, BN * 128);
-      // this warpgroup's P.V (dims 0-255) with whatever P the buffer holds (WS_NOPE_P_HILO: twice)
-      auto pv_own = [&]() {
-        wgmma_fence();
+      // this warpgroup's P.V (dims 0-255); WS_NOPE_P_HILO: then the lo pass, P's lo part from registers
+      wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < BN / 16; ++ks) {
+        const uint64_t ka = (ks * 32) >> 4;
+        const uint64_t kb = (ks * 16 * 128) >> 4;
+        wgmma_pv_m64n192_f16(on, dp16 + ka, dv + kb);
+        wgmma_pv_m64n64<false>(orp, dp16 + ka, dv + ((3 * BN * 128) >> 4) + kb);
+      }
+      if constexpr (kWsNopePHiLo) {
 #pragma unroll
         for (int ks = 0; ks < BN / 16; ++ks) {
-          const uint64_t ka = (ks * 32) >> 4;
+          const uint32_t a[4] = {p16lo[2 * ks][0], p16lo[2 * ks][1], p16lo[2 * ks + 1][0], p16lo[2 * ks + 1][1]};
           const uint64_t kb = (ks * 16 * 128) >> 4;
-          wgmma_pv_m64n192_f16(on, dp16 + ka, dv + kb);
-          wgmma_pv_m64n64<false>(orp, dp16 + ka, dv + ((3 * BN * 128) >> 4) + kb);
+          wgmma_pv_m64n192_f16_ra(on, a, dv + kb);
+          wgmma_pv_m64n64_f16_ra(orp, a, dv + ((3 * BN * 128) >> 4) + kb);
         }
-        wgmma_commit_wait();
-      };
-      pv_own();
-      if constexpr (kWsNopePHiLo) {
-        nbar_sync(kWsHiDone, kCT);  // warpgroup 1's hi pass is done with the buffer
-#pragma unroll
-        for (int n = 0; n < 8; ++n)
-#pragma unroll
-          for (int i = 0; i < 2; ++i)
-            *reinterpret_cast<uint32_t*>(sP16 + sw128_off<M>(wl * 16 + (lane >> 2) + 8 * i, n * 8 + (lane & 3) * 2)) = p16lo[n][i];
-        fence_proxy_async_smem();
-        ws_handoff(kWsLoReady, kCT);
-        pv_own();
       }
+      wgmma_commit_wait();
       mbar_arrive(&empty[b]);
       DSPARKCTL_WS_TL(5);  // P.V (dims 0-255)
     }
@@ -2893,6 +2938,17 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         }
       }
       const uint64_t dv = wgmma_desc_sw128(kv_tile(b), BN * 128);
+      // WS_NOPE_P_HILO: P's lo part (e4m3, warpgroup 0 wrote it before P-ready) to fp16 registers
+      [[maybe_unused]] uint32_t lo[kWsNopePHiLo ? 16 : 1];
+      if constexpr (kWsNopePHiLo) {
+        const uint32_t* src = reinterpret_cast<const uint32_t*>(smem + W::OFF_LO8) + (tid & 127);
+#pragma unroll
+        for (int n = 0; n < 8; ++n) {
+          const uint32_t w = src[n * 128];
+          lo[2 * n] = fp8x2_to_f16x2(w & 0xffffu, kWsLo8Unscale);
+          lo[2 * n + 1] = fp8x2_to_f16x2(w >> 16, kWsLo8Unscale);
+        }
+      }
       wgmma_fence();
 #pragma unroll
       for (int ks = 0; ks < BN / 16; ++ks) {
@@ -2902,19 +2958,14 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         wgmma_pv_m64n64<true>(orp, dph + ka, dv + ((7 * BN * 128) >> 4) + kb);
         wgmma_pv_m64n64<true>(orp, dpl + ka, dv + ((7 * BN * 128) >> 4) + kb);
       }
-      wgmma_commit_wait();
       if constexpr (kWsNopePHiLo) {
-        ws_handoff(kWsHiDone, kCT);
-        nbar_sync(kWsLoReady, kCT);  // the buffer holds P's lo part now
-        wgmma_fence();
 #pragma unroll
         for (int ks = 0; ks < BN / 16; ++ks) {
-          const uint64_t ka = (ks * 32) >> 4;
-          const uint64_t kb = (ks * 16 * 128) >> 4;
-          wgmma_pv_m64n192_f16(on, dp16 + ka, dv + ((4 * BN * 128) >> 4) + kb);
+          const uint32_t a[4] = {lo[4 * ks], lo[4 * ks + 1], lo[4 * ks + 2], lo[4 * ks + 3]};
+          wgmma_pv_m64n192_f16_ra(on, a, dv + ((4 * BN * 128) >> 4) + ((ks * 16 * 128) >> 4));
         }
-        wgmma_commit_wait();
       }
+      wgmma_commit_wait();
       if (it + 1 < tile_end) ws_handoff(kWsPFree, kCT);
       mbar_arrive(&empty[b]);
       DSPARKCTL_WS_TL(1);  // P.V (dims 256-511)
