@@ -131,16 +131,16 @@ constexpr int kTlSmemBytes = 0;
 #define DSPARKCTL_WS_TL_ABS(slot)
 #endif
 
-// -DDSPARKCTL_NOPE_P_HILO=1 (session 30 candidate, off): the main kernel's nope P.V in two fp16
-// passes, P as hi + lo (~22 significant bits) instead of one (11 bits, v12). The product's smoke
-// found small outputs of large cancelling terms beyond FlashMLA's tolerance (1.04-1.58x;
-// bench/results/smoke_h200_v51/), and a CPU emulation of the tile loop on its data
-// (bench/p_precision_emulation.py) has one fp16 pass at 0.65-1.09 of the tolerance and hi + lo at
-// 0.25, as with exact P. One more P buffer (M x PROW fp16) and the nope MMAs twice. The WS kernel
-// has no room for the buffer (227,184 of 232,448 bytes): -DDSPARKCTL_WS_NOPE_P_HILO gives it the
-// lo pass from registers (see kWsLo8Shift).
+// v52, NOPE_P_HILO (on; -DDSPARKCTL_NOPE_P_HILO=0 builds v51's single pass for A/Bs): the main
+// kernel's nope P.V in two fp16 passes, P as hi + lo (~22 significant bits) instead of one (11
+// bits, v12). The product's smoke found small outputs of large cancelling terms beyond FlashMLA's
+// tolerance (1.04-1.58x; bench/results/smoke_h200_v51/), and a CPU emulation of the tile loop on
+// its data (bench/p_precision_emulation.py) has one fp16 pass at 0.47-1.42 of the tolerance and hi
+// + lo at 0.25, as with exact P. One more P buffer (M x PROW fp16) and the nope MMAs twice. The WS
+// kernel has no room for the buffer (227,184 of 232,448 bytes): WS_NOPE_P_HILO gives it the lo
+// pass from registers (see kWsLo8Shift).
 #ifndef DSPARKCTL_NOPE_P_HILO
-#define DSPARKCTL_NOPE_P_HILO 0
+#define DSPARKCTL_NOPE_P_HILO 1
 #endif
 static_assert(DSPARKCTL_NOPE_P_HILO == 0 || DSPARKCTL_NOPE_P_HILO == 1, "on or off");
 constexpr bool kNopePHiLo = DSPARKCTL_NOPE_P_HILO == 1;
@@ -2041,7 +2041,7 @@ static_assert(DSPARKCTL_WS_L2_PREFETCH == 0 || DSPARKCTL_WS_L2_PREFETCH == 1, "o
 [[maybe_unused]] __device__ __forceinline__ int ws_prep_row(int pt) { return kWsL2Prefetch ? (pt >> 5) * 16 + (pt & 15) : pt; }
 [[maybe_unused]] __device__ __forceinline__ bool ws_preps(int pt) { return kWsL2Prefetch ? (pt & 31) < 16 : pt < 64; }
 enum WsBarrier : int { kWsPReady = 1, kWsPFree = 2, kWsProducer = 3, kWsConsumers = 4 };
-// -DDSPARKCTL_WS_NOPE_P_HILO=1: the WS kernel's nope P.V in two fp16 passes too (see
+// v52, WS_NOPE_P_HILO (on; =0 for A/Bs): the WS kernel's nope P.V in two fp16 passes too (see
 // DSPARKCTL_NOPE_P_HILO), with no hand-off added. Its shared memory has no room for a second fp16
 // P buffer (227,184 of 232,448 bytes). Warpgroup 0 computed P, so its lo pass takes the lo part
 // (fp16, exact) from its registers (wgmma's register-A form). Warpgroup 1 reads the lo part from a
@@ -2051,7 +2051,7 @@ enum WsBarrier : int { kWsPReady = 1, kWsPFree = 2, kWsProducer = 3, kWsConsumer
 // pass from registers too. Session 31's first form had one buffer and two more hand-offs a tile
 // (+2.9 / +4.3 us at DSpark T = 50 / +512 T = 50; bench/results/kernel_h200_v52_hilo/).
 #ifndef DSPARKCTL_WS_NOPE_P_HILO
-#define DSPARKCTL_WS_NOPE_P_HILO 0
+#define DSPARKCTL_WS_NOPE_P_HILO 1
 #endif
 static_assert(DSPARKCTL_WS_NOPE_P_HILO == 0 || DSPARKCTL_WS_NOPE_P_HILO == 1, "on or off");
 constexpr bool kWsNopePHiLo = DSPARKCTL_WS_NOPE_P_HILO == 1;
@@ -2346,9 +2346,8 @@ __device__ __forceinline__ void ws_s64(float (&s)[8][4], uint64_t dq, uint64_t d
 // warpgroup 0 from its P-ready arrive to its next P-free wait, warpgroup 1 from its P-free
 // arrive to its next P-ready wait. In those windows the kernel only reads shared memory (P.V
 // and S by wgmma, sEtile, sValid) and writes sFact, which nobody reads before the epilogue's
-// whole-CTA barrier. -DDSPARKCTL_WS_NOPE_P_HILO adds two hand-offs of the same kind (warpgroup 1's
-// hi-done arrive, warpgroup 0's lo-ready arrive): in their windows too only wgmma reads of P and V
-// run; P's next write waits for P-free, which warpgroup 1 now arrives on after its lo pass.
+// whole-CTA barrier. WS_NOPE_P_HILO's lo buffer follows P's protocol: warpgroup 0 writes it before
+// P-ready (and the next tile's after P-free), warpgroup 1 reads it after P-ready, before P-free.
 [[maybe_unused]] __device__ __forceinline__ void ws_handoff(int id, int n) {
 #ifdef DSPARKCTL_WS_RACECHECK_SYNC
   nbar_sync(id, n);
