@@ -289,13 +289,6 @@ __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 #endif
 }
-// Wait until at most N committed groups are pending (the older ones are done).
-template <int N>
-[[maybe_unused]] __device__ __forceinline__ void wgmma_wait_le() {
-#if DSPARKCTL_WGMMA
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-#endif
-}
 __device__ __forceinline__ void wgmma_commit_wait() {
   wgmma_commit();
   wgmma_wait();
@@ -2062,15 +2055,6 @@ enum WsBarrier : int { kWsPReady = 1, kWsPFree = 2, kWsProducer = 3, kWsConsumer
 #endif
 static_assert(DSPARKCTL_WS_NOPE_P_HILO == 0 || DSPARKCTL_WS_NOPE_P_HILO == 1, "on or off");
 constexpr bool kWsNopePHiLo = DSPARKCTL_WS_NOPE_P_HILO == 1;
-// -DDSPARKCTL_WS_PV_OVERLAP=1 (session 31 candidate, off): warpgroup 0 does not wait for its P.V
-// (hi and lo passes) at the end of a tile; it issues the next tile's S behind it, then waits for
-// the P.V (wait_group 1) to free its KV buffer, then for S. The tensor pipe gets the next S without
-// the drain between them.
-#ifndef DSPARKCTL_WS_PV_OVERLAP
-#define DSPARKCTL_WS_PV_OVERLAP 0
-#endif
-static_assert(DSPARKCTL_WS_PV_OVERLAP == 0 || DSPARKCTL_WS_PV_OVERLAP == 1, "on or off");
-constexpr bool kWsPvOverlap = DSPARKCTL_WS_PV_OVERLAP == 1;
 // P <= 2^kWsLazyMax (times a V shift <= 1), so its fp16 lo part is at most 2^(kWsLazyMax - 12):
 // times 2^kWsLo8Shift it stays <= 256, inside e4m3's 448.
 constexpr int kWsLo8Shift = 20 - DSPARKCTL_WS_LAZY_MAX;
@@ -2137,13 +2121,13 @@ __host__ __device__ __forceinline__ bool ws_cluster_combines(int num_splits) {
   return v;
 }
 #ifndef DSPARKCTL_WS_REGS_S
-#define DSPARKCTL_WS_REGS_S (DSPARKCTL_WS_NOPE_P_HILO ? 200 : 216)
+#define DSPARKCTL_WS_REGS_S 216
 #endif
 #ifndef DSPARKCTL_WS_REGS_PV
 #define DSPARKCTL_WS_REGS_PV (DSPARKCTL_WS_NOPE_P_HILO ? 176 : 160)
 #endif
 #ifndef DSPARKCTL_WS_REGS_PRODUCER
-#define DSPARKCTL_WS_REGS_PRODUCER 128
+#define DSPARKCTL_WS_REGS_PRODUCER (DSPARKCTL_WS_NOPE_P_HILO ? 112 : 128)
 #endif
 struct WsCfg {
   static constexpr int M = 64, BN = 64;
@@ -2152,9 +2136,11 @@ struct WsCfg {
   // the three may sum to at most 3 x 168 = 504 (the first build asked 512: warpgroup 0's
   // increase never found its registers and the kernel hung).
   enum : int { REGS_LAUNCH = 168 };
-  // WS_NOPE_P_HILO moves 16 to warpgroup 1, whose lo pass holds 16 A registers (ptxas: at 160 it
-  // serialized the wgmma, C7512; 200 / 176: 4 / 12 bytes of spill, no serialization).
-  // (-DDSPARKCTL_WS_REGS_S / _PV / _PRODUCER override them, for A/Bs of other splits)
+  // WS_NOPE_P_HILO gives warpgroup 1 16 more, for its lo pass's 16 A registers (ptxas: at 160 it
+  // serialized the wgmma, C7512). v52 took them from warpgroup 0 (200 / 176 / 128: 12 / 4 bytes of
+  // spill); v53 from the producer (216 / 176 / 112: no spill, -0.5 to -3.3 us on the WS rows in
+  // session 31's A/B, bench/results/kernel_h200_v53_pv_overlap/). -DDSPARKCTL_WS_REGS_S / _PV /
+  // _PRODUCER override them (A/Bs of other splits).
   enum : int { REGS_S = DSPARKCTL_WS_REGS_S, REGS_PV = DSPARKCTL_WS_REGS_PV, REGS_PRODUCER = DSPARKCTL_WS_REGS_PRODUCER };
   static_assert(REGS_S + REGS_PV + REGS_PRODUCER <= 3 * REGS_LAUNCH,
                 "setmaxnreg stays within the launch's allocation");
@@ -2349,11 +2335,11 @@ __device__ __forceinline__ void ws_cluster_combine(const SparseMlaParams& p, con
 // meet, it serialised every wgmma of the kernel and spilled. Same operands and k order per output
 // element as the two n32 instructions.
 template <bool BF16>
-__device__ __forceinline__ void ws_s64(float (&s)[8][4], uint64_t dq, uint64_t dk, int accumulate = 1) {
+__device__ __forceinline__ void ws_s64(float (&s)[8][4], uint64_t dq, uint64_t dk) {
 #if DSPARKCTL_WGMMA
   float* d = &s[0][0];
 #define DSPARKCTL_S64_ACC "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-#define DSPARKCTL_S64_ARGS " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n" : DSPARKCTL_S64_ACC : "l"(dq), "l"(dk), "r"(accumulate)
+#define DSPARKCTL_S64_ARGS " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n" : DSPARKCTL_S64_ACC : "l"(dq), "l"(dk), "r"(1)
   if constexpr (BF16) {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\nwgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16" DSPARKCTL_S64_ARGS);
   } else {
@@ -2796,30 +2782,15 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       const int e_new = e_run > e_tile ? e_run : e_tile;
       __nv_bfloat16* sKV = kv_tile(b);
       float s[8][4];  // columns (candidates) 8 n + 2 (lane % 4) (+ 1)
-      // (WS_PV_OVERLAP: the first k-step overwrites S instead, so no instruction defines a wgmma
-      // accumulator while the previous P.V is in flight: ptxas serialized the wgmma otherwise)
-      if constexpr (!kWsPvOverlap) {
 #pragma unroll
-        for (int n = 0; n < 8; ++n)
+      for (int n = 0; n < 8; ++n)
 #pragma unroll
-          for (int c = 0; c < 4; ++c) s[n][c] = 0.f;
-      }
+        for (int c = 0; c < 4; ++c) s[n][c] = 0.f;
       const uint64_t dk = wgmma_desc_sw128(sKV);
       wgmma_fence();
 #pragma unroll
-      for (int kk = 0; kk < kDN / 16; ++kk)
-        ws_s64<false>(s, dq + kstep(kk, M), dk + kstep(kk, BN), kWsPvOverlap && kk == 0 ? 0 : 1);
-      if constexpr (kWsPvOverlap) {
-        // the previous tile's P.V (still running: it was not waited for) frees its KV buffer first
-        wgmma_commit();
-        if (j > 0) {
-          wgmma_wait_le<1>();
-          mbar_arrive(&empty[b ^ 1]);
-        }
-        wgmma_wait();
-      } else {
-        wgmma_commit_wait();
-      }
+      for (int kk = 0; kk < kDN / 16; ++kk) ws_s64<false>(s, dq + kstep(kk, M), dk + kstep(kk, BN));
+      wgmma_commit_wait();
       const Pow2Pair s_nope[2] = {Pow2Pair(q_shift[0] + e_tile), Pow2Pair(q_shift[1] + e_tile)};
 #pragma unroll
       for (int n = 0; n < 8; ++n)
@@ -2932,17 +2903,9 @@ __global__ void __launch_bounds__(kWsThreads, 1)
           wgmma_pv_m64n64_f16_ra(orp, a, dv + ((3 * BN * 128) >> 4) + kb);
         }
       }
-      if constexpr (kWsPvOverlap) {
-        wgmma_commit();  // waited for behind the next tile's S (or after the loop)
-      } else {
-        wgmma_commit_wait();
-        mbar_arrive(&empty[b]);
-      }
+      wgmma_commit_wait();
+      mbar_arrive(&empty[b]);
       DSPARKCTL_WS_TL(5);  // P.V (dims 0-255)
-    }
-    if constexpr (kWsPvOverlap) {
-      wgmma_wait();
-      if (tile_end > tile_begin) mbar_arrive(&empty[(tile_end - tile_begin - 1) & 1]);
     }
     // the rows' sums over the quad, then their lse and output factors
 #pragma unroll
