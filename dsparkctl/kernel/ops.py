@@ -17,10 +17,12 @@ Output contract (documented here once):
   the reference, whatever the split count, including when every valid candidate of the token (or
   of one split of it) scores NaN: such a row is not an empty row (since v50; before it got
   ``lse`` +inf, and a split's NaN could drop out of the combine).
-* Accuracy (known limit, session 30): the nope dims' P.V takes P in one fp16 pass (11
-  significant bits), so a small output made of large cancelling terms can miss FlashMLA's
-  ``out`` tolerance by up to ~1.6x (``dsparkctl smoke`` on the DeepSeek-V4-Flash plan: 6 of 49
-  calls on an H200; ``bench/results/smoke_h200_v51/``). ``lse`` is within it.
+* Accuracy: bf16 tensor-core Q.K and P.V with fp32 accumulation; P enters the nope dims' P.V
+  as fp16 hi + lo (two passes, since v52), the rope dims' as bf16 hi + lo. Up to v51 the nope
+  P.V took P in one fp16 pass (11 significant bits), and small outputs made of large cancelling
+  terms missed FlashMLA's ``out`` tolerance by up to ~1.6x (``bench/results/smoke_h200_v51/``);
+  ``dsparkctl smoke`` on the DeepSeek-V4-Flash plan is within it since v52
+  (``bench/results/kernel_h200_v52_hilo/``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # session 31 (device): bench/plan_sweep.py on v52 (the nope P lo pass; every layout x split count
 # forced vs the automatic plan): the DSpark shapes, then the 64- and 128-head decode shapes. The lo
-# pass adds ~23% to a tile's tensor work, so the splits and layouts v40's sweep chose may move.
+# pass adds ~41% to a tile's tensor work, so the splits and layouts v40's sweep chose may move.
 # At 64 heads "large" is the warp-specialized kernel on Hopper.
 set -uo pipefail
 R=/tmp/r; rm -rf $R; mkdir -p $R; export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
