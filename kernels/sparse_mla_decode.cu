@@ -563,21 +563,22 @@ __device__ __forceinline__ uint32_t pack_bf16(float a, float b) {
   return *reinterpret_cast<uint32_t*>(&v);
 }
 __device__ __forceinline__ float bf16_lo(uint32_t v) { return __uint_as_float(v << 16); }
-// fp16 x2: the lo part of (a, b) after their fp16 hi part `hi` (NOPE_P_HILO): what rounding a and b
-// to fp16 left out, in fp16 (exact for normal results: a - hi is exact in fp32).
-[[maybe_unused]] __device__ __forceinline__ uint32_t f16_rest(float a, float b, uint32_t hi) {
+// The lo part of (a, b) after their fp16 hi part `hi` (NOPE_P_HILO): what rounding a and b to fp16
+// left out, in fp32 (exact: a - hi is exact in fp32), and in fp16 (exact for normal results).
+[[maybe_unused]] __device__ __forceinline__ float2 f16_rest_f32(float a, float b, uint32_t hi) {
   const __half2 h = *reinterpret_cast<const __half2*>(&hi);
   const float2 f = __half22float2(h);
-  const __half2 v = __floats2half2_rn(a - f.x, b - f.y);
-  return *reinterpret_cast<const uint32_t*>(&v);
+  return make_float2(a - f.x, b - f.y);
+}
+[[maybe_unused]] __device__ __forceinline__ uint32_t f16_rest(float a, float b, uint32_t hi) {
+  const float2 r = f16_rest_f32(a, b, hi);
+  return pack_f16(r.x, r.y);
 }
 __device__ __forceinline__ float bf16_hi(uint32_t v) { return __uint_as_float(v & 0xffff0000u); }
-// e4m3 x2 (low byte a) of (a, b) x 2^kWsLo8Shift, a and b what rounding to the fp16 pair `hi` left
-// out (WS_NOPE_P_HILO, warpgroup 1's lo part; saturating, though |lo| x 2^shift <= 256 < 448).
-[[maybe_unused]] __device__ __forceinline__ uint32_t f16_rest_e4m3(float a, float b, uint32_t hi, float scale) {
-  const __half2 h = *reinterpret_cast<const __half2*>(&hi);
-  const float2 f = __half22float2(h);
-  return __nv_cvt_float2_to_fp8x2(make_float2((a - f.x) * scale, (b - f.y) * scale), __NV_SATFINITE, __NV_E4M3);
+// e4m3 x2 (low byte r.x) of r x scale (WS_NOPE_P_HILO, warpgroup 1's lo part; saturating, though
+// |lo| x 2^kWsLo8Shift <= 256 < 448).
+[[maybe_unused]] __device__ __forceinline__ uint32_t e4m3x2_scaled(float2 r, float scale) {
+  return __nv_cvt_float2_to_fp8x2(make_float2(r.x * scale, r.y * scale), __NV_SATFINITE, __NV_E4M3);
 }
 
 // ---------------------------------------------------------------- tile loader
@@ -2048,8 +2049,8 @@ enum WsBarrier : int { kWsPReady = 1, kWsPFree = 2, kWsProducer = 3, kWsConsumer
 // 4 KB buffer written with the hi part, as e4m3 of lo x 2^kWsLo8Shift (4 significant bits of a
 // part that is at most 2^-11 of P: P keeps ~15 bits; bench/p_precision_emulation.py's
 // hi_e4m3lo variant matches exact P on the smoke's data), converts it to fp16 and runs its lo
-// pass from registers too. Session 31's first form had one buffer and two more hand-offs a tile
-// (+2.9 / +4.3 us at DSpark T = 50 / +512 T = 50; bench/results/kernel_h200_v52_hilo/).
+// pass from registers too. Session 30's form (one buffer, two more hand-offs a tile) cost 0.2-0.4
+// us more on the WS rows (bench/results/kernel_h200_v52_hilo/).
 #ifndef DSPARKCTL_WS_NOPE_P_HILO
 #define DSPARKCTL_WS_NOPE_P_HILO 1
 #endif
@@ -2856,8 +2857,9 @@ __global__ void __launch_bounds__(kWsThreads, 1)
           const uint32_t h16 = pack_f16(p0 * f16_shift, p1 * f16_shift);
           *reinterpret_cast<uint32_t*>(sP16 + po) = h16;
           if constexpr (kWsNopePHiLo) {
-            p16lo[n][i] = f16_rest(p0 * f16_shift, p1 * f16_shift, h16);
-            const uint32_t e8 = f16_rest_e4m3(p0 * f16_shift, p1 * f16_shift, h16, float(1 << kWsLo8Shift));
+            const float2 rest = f16_rest_f32(p0 * f16_shift, p1 * f16_shift, h16);
+            p16lo[n][i] = pack_f16(rest.x, rest.y);
+            const uint32_t e8 = e4m3x2_scaled(rest, float(1 << kWsLo8Shift));
             lo8 = i == 0 ? e8 : lo8 | (e8 << 16);
             if (i == 1) reinterpret_cast<uint32_t*>(smem + W::OFF_LO8)[n * 128 + (tid & 127)] = lo8;
           }
