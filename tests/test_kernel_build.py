@@ -437,21 +437,20 @@ def test_nope_p_hilo_adds_a_lo_pass_to_every_main_kernel_and_leaves_the_ws_kerne
     -DDSPARKCTL_WS_NOPE_P_HILO: its shared memory has no room for the second buffer)."""
     f16_mma = ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16",
                "wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16", "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16")
-    for var_key, ship_key in (("sm_90a", "sm_90a_nope_p1"), ("sm_120a", "sm_120a_nope_p1")):
-        # (names from the candidate's side: `ship` is v51's single pass, `var` the lo pass shipped since v52)
-        ship, var = kernel_ptx[ship_key], kernel_ptx[var_key]
-        assert ship.keys() == var.keys()
-        main = [n for n in ship if "decode_kernel" in n]
+    for hilo_key, single_key in (("sm_90a", "sm_90a_nope_p1"), ("sm_120a", "sm_120a_nope_p1")):
+        single, hilo = kernel_ptx[single_key], kernel_ptx[hilo_key]  # v51's one pass, the shipped two
+        assert single.keys() == hilo.keys()
+        main = [n for n in single if "decode_kernel" in n]
         assert len(main) >= 6, main
-        for name, body in ship.items():
+        for name, body in single.items():
             if name not in main:
-                assert var[name] == body, (var_key, name)
+                assert hilo[name] == body, (hilo_key, name)
                 continue
             before = sum(body.count(op) for op in f16_mma)
-            after = sum(var[name].count(op) for op in f16_mma)
-            assert before > 0 and after > before, (var_key, name, before, after)
-            assert var[name].count("st.shared") + var[name].count("stmatrix") > body.count("st.shared") + body.count(
-                "stmatrix"), (var_key, name)
+            after = sum(hilo[name].count(op) for op in f16_mma)
+            assert before > 0 and after > before, (hilo_key, name, before, after)
+            assert hilo[name].count("st.shared") + hilo[name].count("stmatrix") > body.count("st.shared") + body.count(
+                "stmatrix"), (hilo_key, name)
 
 
 def test_ws_nope_p_hilo_adds_a_register_a_lo_pass_to_the_ws_kernel_only(
@@ -465,12 +464,12 @@ def test_ws_nope_p_hilo_adds_a_register_a_lo_pass_to_the_ws_kernel_only(
     f16 = ("wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16", "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16")
     bf16 = "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"
     reg_a = re.compile(r"wgmma\.mma_async\.sync\.aligned\.m64n(?:192|64)k16\.f32\.f16\.f16\s+\{[^}]*\},\s*\{%r")
-    for name, var, ship in _ws_kernels_of(kernel_ptx, "sm_90a_ws_nope_p1"):  # var: shipped since v52
-        before, after = (sum(t.count(op) for op in f16) for t in (ship, var))
+    for name, hilo, single in _ws_kernels_of(kernel_ptx, "sm_90a_ws_nope_p1"):  # the shipped build, v51's pass
+        before, after = (sum(t.count(op) for op in f16) for t in (single, hilo))
         assert before > 0 and after > before, (name, before, after)
-        assert not reg_a.search(ship) and len(reg_a.findall(var)) == after - before, (name, before, after)
-        assert var.count(bf16) == ship.count(bf16) > 0, name
-        assert "cvt.rn.satfinite.e4m3x2.f32" in var and "cvt.rn.satfinite.e4m3x2.f32" not in ship, name
-        assert var.count("cvt.rn.f16x2.e4m3x2") > ship.count("cvt.rn.f16x2.e4m3x2"), name  # V's, and now lo's
-        bars = [t.count("bar.sync") + t.count("bar.arrive") for t in (ship, var)]
+        assert not reg_a.search(single) and len(reg_a.findall(hilo)) == after - before, (name, before, after)
+        assert hilo.count(bf16) == single.count(bf16) > 0, name
+        assert "cvt.rn.satfinite.e4m3x2.f32" in hilo and "cvt.rn.satfinite.e4m3x2.f32" not in single, name
+        assert hilo.count("cvt.rn.f16x2.e4m3x2") > single.count("cvt.rn.f16x2.e4m3x2"), name  # V's, and now lo's
+        bars = [t.count("bar.sync") + t.count("bar.arrive") for t in (single, hilo)]
         assert bars[1] == bars[0], (name, bars)
