@@ -5,8 +5,10 @@ With --marks: the epilogue's marks of a -DDSPARKCTL_TL_CLUSTER_MARKS build inste
 cycles since entry, [median, max] over CTAs: both warpgroups staged, the 2-split combine's first
 rendezvous passed, its rows written, the end; at 1 split the middle two are the Q marks), in the
 form sessions 28-29's device scripts printed them.
+With --tiles: every role's phases per tile (the median CTA's sums over its tiles / its tile count),
+so the three roles' loops can be laid side by side (session 32: where a tile's ~5,900 cycles go).
 
-    python bench/ws_timeline_summary.py [--marks] LABEL=FILE.jsonl [LABEL=FILE.jsonl ...]
+    python bench/ws_timeline_summary.py [--marks | --tiles] LABEL=FILE.jsonl [LABEL=FILE.jsonl ...]
 """
 
 from __future__ import annotations
@@ -60,9 +62,38 @@ def mark_lines(label: str, text: str) -> list[str]:
     ]
 
 
+# (printed name, timeline phase) per role, in loop order: the WS kernel's lead threads store their
+# phase sums at fixed slots (sparse_mla_decode.cu, DSPARKCTL_WS_TL_STORE: warpgroup 0 slots 4-10,
+# warpgroup 1 11-12 and 19, the producer 13-18 and 20), which the timeline names after the main
+# kernel's phases
+ROLES = (
+    ("wg0", (("wait", "ids_issued"), ("S", "ids_published"), ("mask", "q_landed"), ("Pfree", "first_copy_issue"),
+             ("P", "q_to_smem"), ("PV", "tile_landed"))),
+    ("wg1", (("wait", "next_copy_issue"), ("PV", "s"), ("copies", "q_loads_issued"))),
+    ("prod", (("first_copies", "p"), ("landed", "pv"), ("raw", "s_mma"), ("convert", "epi_stage"), ("prep", "epi_wait2"))),
+)
+
+
+def tile_lines(label: str, text: str) -> list[str]:
+    """Per-tile cycles of each role's phases (64-head WS lines only: the other kernels' slots mean
+    other things), then thread 0's Q-in-shared-memory, rows-staged and rows-written marks."""
+    out = []
+    for a in _records(text):
+        if a.get("heads_per_cta") != 64:
+            continue
+        ph, n = a["phase_cycles"], max(int(a["tiles_max"]), 1)
+        fields: list[tuple[str, object]] = [("tiles", n)]
+        for role, phases in ROLES:
+            fields += [(f"{role}.{name}", round(ph[key][0] / n)) for name, key in phases]
+        fields += [("q_smem_at", ph["ws_q_ready_at"][0]), ("staged_at", ph["ws_staged_at"][0]),
+                   ("written_at", ph["ws_written_at"][0])]
+        out.append(_line(label, a, ("splits",), fields))
+    return out
+
+
 def main(argv: list[str]) -> int:
-    marks = bool(argv) and argv[0] == "--marks"
-    if marks:
+    mode = argv[0] if argv and argv[0] in ("--marks", "--tiles") else ""
+    if mode:
         argv = argv[1:]
     if not argv or any("=" not in a for a in argv):
         print(__doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
@@ -73,7 +104,7 @@ def main(argv: list[str]) -> int:
         if not p.is_file():
             print(f"{label}: no timeline at {path} (its run failed or timed out)", file=sys.stderr)
             continue
-        print("\n".join((mark_lines if marks else lines)(label, p.read_text())))
+        print("\n".join({"--marks": mark_lines, "--tiles": tile_lines}.get(mode, lines)(label, p.read_text())))
     return 0
 
 

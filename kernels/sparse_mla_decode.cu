@@ -2063,19 +2063,6 @@ static_assert(kWsLo8Shift >= 6 && kWsLo8Shift <= 20, "the lo part's e4m3 scale s
 // 2^-kWsLo8Shift as fp16 x2 (normal down to 2^-14, subnormal below)
 constexpr uint32_t kWsLo8Unscale =
     (kWsLo8Shift <= 14 ? uint32_t(15 - kWsLo8Shift) << 10 : 1u << (24 - kWsLo8Shift)) * 0x10001u;
-// Session 32, WS_EARLY_PV (candidate; =1 builds it): warpgroup 0 takes both of P's fp16 parts
-// from registers for its own P.V (wgmma's register-A form, as its lo pass already did) and issues
-// each k-step's hi-pass wgmma as soon as that k-step's 16 candidates of P are computed and stored,
-// so its P.V runs under the rest of the P phase (the v53 timeline, H200, 128 heads +1024 T = 64:
-// ~1,440 cycles a tile of P phase before any P.V could start). Warpgroup 0 no longer reads sP16,
-// so P-free guards only its writes. Warpgroup 1 issues its hi pass before converting the lo part.
-// Same values, same sums in the same order: outputs should be bit for bit v53's.
-#ifndef DSPARKCTL_WS_EARLY_PV
-#define DSPARKCTL_WS_EARLY_PV 0
-#endif
-static_assert(DSPARKCTL_WS_EARLY_PV == 0 || (DSPARKCTL_WS_EARLY_PV == 1 && DSPARKCTL_WS_NOPE_P_HILO == 1),
-              "off, or on with the two-pass nope P.V");
-[[maybe_unused]] constexpr bool kWsEarlyPv = DSPARKCTL_WS_EARLY_PV == 1;
 // v45: a 2-split WS call runs the two splits of a (token, head block) as one 2-CTA cluster and
 // combines them in the epilogue, over distributed shared memory: each CTA stages its fp32 partial
 // rows and their lse as before, then combines half of the 64 rows (its own staged half and the
@@ -2846,78 +2833,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       const float v_shift = pow2i(e_run - e_new);
       e_run = e_new;
       DSPARKCTL_WS_TL(2);  // mask, row max
-      if constexpr (kWsEarlyPv) {
-        const uint64_t dv = wgmma_desc_sw128(sKV, BN * 128);
-        // k-step by k-step (16 candidates): P, its fp16 hi and lo parts kept in registers, every
-        // form warpgroup 1 reads stored, and this warpgroup's hi-pass wgmma for the k-step issued
-        // from the registers; the lo pass after the last k-step (v53's order: same sums)
-        if (j > 0) nbar_sync(kWsPFree, kCT);  // warpgroup 1's P.V of the previous tile is done with P
-        DSPARKCTL_WS_TL(3);  // P free
-        if (!__all_sync(0xffffffffu, alpha[0] * v_shift == 1.f && alpha[1] * v_shift == 1.f))
-#pragma unroll
-          for (int i = 0; i < 2; ++i) {
-            const float a = alpha[i] * v_shift;
-#pragma unroll
-            for (int jj = 0; jj < 32; ++jj) {
-              o[jj][2 * i] *= a;
-              o[jj][2 * i + 1] *= a;
-            }
-          }
-        float rsum[2] = {0.f, 0.f};
-        uint32_t phi16[8][2], plo16[8][2];
-#pragma unroll
-        for (int ks = 0; ks < BN / 16; ++ks) {
-#pragma unroll
-          for (int n = 2 * ks; n < 2 * ks + 2; ++n) {
-            const int col = n * 8 + (lane & 3) * 2;
-            uint32_t lo8 = 0;
-#pragma unroll
-            for (int i = 0; i < 2; ++i) {
-              const float p0 = fast_exp2(s[n][2 * i] - m_use[i]);
-              const float p1 = fast_exp2(s[n][2 * i + 1] - m_use[i]);
-              rsum[i] += p0 + p1;
-              const uint32_t hi = pack_bf16(p0, p1);
-              const uint32_t lo = pack_bf16(p0 - bf16_lo(hi), p1 - bf16_hi(hi));
-              const int po = sw128_off<M>(wl * 16 + (lane >> 2) + 8 * i, col);
-              *reinterpret_cast<uint32_t*>(sPhi + po) = hi;
-              *reinterpret_cast<uint32_t*>(sPlo + po) = lo;
-              const uint32_t h16 = pack_f16(p0 * f16_shift, p1 * f16_shift);
-              *reinterpret_cast<uint32_t*>(sP16 + po) = h16;
-              phi16[n][i] = h16;
-              const float2 rest = f16_rest_f32(p0 * f16_shift, p1 * f16_shift, h16);
-              plo16[n][i] = pack_f16(rest.x, rest.y);
-              const uint32_t e8 = e4m3x2_scaled(rest, float(1 << kWsLo8Shift));
-              lo8 = i == 0 ? e8 : lo8 | (e8 << 16);
-            }
-            reinterpret_cast<uint32_t*>(smem + W::OFF_LO8)[n * 128 + (tid & 127)] = lo8;
-          }
-          const uint32_t a[4] = {phi16[2 * ks][0], phi16[2 * ks][1], phi16[2 * ks + 1][0], phi16[2 * ks + 1][1]};
-          const uint64_t kb = (ks * 16 * 128) >> 4;
-          wgmma_fence();
-          wgmma_pv_m64n192_f16_ra(on, a, dv + kb);
-          wgmma_pv_m64n64_f16_ra(orp, a, dv + ((3 * BN * 128) >> 4) + kb);
-        }
-#pragma unroll
-        for (int ks = 0; ks < BN / 16; ++ks) {
-          const uint32_t a[4] = {plo16[2 * ks][0], plo16[2 * ks][1], plo16[2 * ks + 1][0], plo16[2 * ks + 1][1]};
-          const uint64_t kb = (ks * 16 * 128) >> 4;
-          wgmma_pv_m64n192_f16_ra(on, a, dv + kb);
-          wgmma_pv_m64n64_f16_ra(orp, a, dv + ((3 * BN * 128) >> 4) + kb);
-        }
-        wgmma_commit();
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          l_run[i] = l_run[i] * alpha[i] + rsum[i];
-          if ((lane & 3) == 0) sAlpha[b * M + wl * 16 + (lane >> 2) + 8 * i] = alpha[i];
-        }
-        fence_proxy_async_smem();
-        ws_handoff(kWsPReady, kCT);
-        DSPARKCTL_WS_TL(4);  // P, the P.V issued
-        wgmma_wait();
-        mbar_arrive(&empty[b]);
-        DSPARKCTL_WS_TL(5);  // P.V (dims 0-255)
-        continue;
-      }
       if (j > 0) nbar_sync(kWsPFree, kCT);  // warpgroup 1's P.V of the previous tile is done with P
       DSPARKCTL_WS_TL(3);  // P free
       float rsum[2] = {0.f, 0.f};
@@ -3038,7 +2953,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       const uint64_t dv = wgmma_desc_sw128(kv_tile(b), BN * 128);
       // WS_NOPE_P_HILO: P's lo part (e4m3, warpgroup 0 wrote it before P-ready) to fp16 registers
       [[maybe_unused]] uint32_t lo[kWsNopePHiLo ? 16 : 1];
-      auto load_lo = [&]() {
+      if constexpr (kWsNopePHiLo) {
         const uint32_t* src = reinterpret_cast<const uint32_t*>(smem + W::OFF_LO8) + (tid & 127);
 #pragma unroll
         for (int n = 0; n < 8; ++n) {
@@ -3046,8 +2961,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
           lo[2 * n] = fp8x2_to_f16x2(w & 0xffffu, kWsLo8Unscale);
           lo[2 * n + 1] = fp8x2_to_f16x2(w >> 16, kWsLo8Unscale);
         }
-      };
-      if constexpr (kWsNopePHiLo && !kWsEarlyPv) load_lo();
+      }
       wgmma_fence();
 #pragma unroll
       for (int ks = 0; ks < BN / 16; ++ks) {
@@ -3056,10 +2970,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         wgmma_pv_m64n192_f16(on, dp16 + ka, dv + ((4 * BN * 128) >> 4) + kb);
         wgmma_pv_m64n64<true>(orp, dph + ka, dv + ((7 * BN * 128) >> 4) + kb);
         wgmma_pv_m64n64<true>(orp, dpl + ka, dv + ((7 * BN * 128) >> 4) + kb);
-      }
-      if constexpr (kWsEarlyPv) {  // the lo part converted while the hi pass runs
-        load_lo();
-        wgmma_fence();
       }
       if constexpr (kWsNopePHiLo) {
 #pragma unroll

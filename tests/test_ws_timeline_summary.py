@@ -52,3 +52,25 @@ def test_recorded_marks_lines(capsys: pytest.CaptureFixture[str]) -> None:
     assert tool.main(["--marks", f"v46={run / 'timeline_v46.jsonl'}"]) == 0
     assert capsys.readouterr().out.splitlines() == want
     assert tool.main(["--marks"]) == 2
+
+
+def test_tiles_mode_lays_the_three_roles_side_by_side(capsys: pytest.CaptureFixture[str]) -> None:
+    """--tiles on session 32's v53 timeline: the three roles run one loop in lockstep, so each role's
+    phases per tile must add up to about the same period, and warpgroup 0's loop must span the
+    marks from Q in shared memory to the rows staged; a phase read from another role's slot breaks
+    both. Only the 64-head (WS) lines are printed."""
+    path = BENCH / "results" / "kernel_h200_v53_timeline" / "timeline_v53.jsonl"
+    records = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    tool = load("ws_timeline_summary")
+    got = tool.tile_lines("v53", path.read_text())
+    assert len(got) == sum(r["heads_per_cta"] == 64 for r in records) == 5
+    long = next(ln for ln in got if ln.startswith("v53 128 1024 64 "))
+    words = long.split()
+    f = {words[i]: int(words[i + 1]) for i in range(words.index("tiles"), len(words) - 1, 2)}
+    assert f["tiles"] == 18
+    period = {r: sum(v for k, v in f.items() if k.startswith(r + ".")) for r in ("wg0", "wg1", "prod")}
+    assert max(period.values()) / min(period.values()) < 1.05, period
+    assert abs((f["staged_at"] - f["q_smem_at"]) / (18 * period["wg0"]) - 1) < 0.05
+    assert tool.main(["--tiles", f"v53={path}"]) == 0
+    assert capsys.readouterr().out.splitlines() == got
+    assert tool.main(["--tiles"]) == 2
