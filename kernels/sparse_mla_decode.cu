@@ -2063,27 +2063,6 @@ static_assert(kWsLo8Shift >= 6 && kWsLo8Shift <= 20, "the lo part's e4m3 scale s
 // 2^-kWsLo8Shift as fp16 x2 (normal down to 2^-14, subnormal below)
 constexpr uint32_t kWsLo8Unscale =
     (kWsLo8Shift <= 14 ? uint32_t(15 - kWsLo8Shift) << 10 : 1u << (24 - kWsLo8Shift)) * 0x10001u;
-// Session 32, WS_S_AFTER_PV (candidate; =1 builds it): warpgroup 0 waits for P-free (warpgroup 1's
-// P.V of the previous tile done) before it issues the next tile's S instead of before it writes P.
-// The v53 timeline (bench/results/kernel_h200_v53_timeline/) has warpgroup 1's P.V, ~1,000 tensor
-// cycles of work, complete ~3,900 cycles after P-ready, about when warpgroup 0's next S does: the
-// two share the tensor pipe and S (both operands from shared memory) its bandwidth. The buffer is
-// free, and tile j + 2's copies go out, only once that P.V is done, so every tile waits on it.
-// Holding S back lets the P.V finish first. Same arithmetic: outputs bit for bit v53's.
-#ifndef DSPARKCTL_WS_S_AFTER_PV
-#define DSPARKCTL_WS_S_AFTER_PV 0
-#endif
-static_assert(DSPARKCTL_WS_S_AFTER_PV == 0 || DSPARKCTL_WS_S_AFTER_PV == 1, "on or off");
-[[maybe_unused]] constexpr bool kWsSAfterPv = DSPARKCTL_WS_S_AFTER_PV == 1;
-// Session 32, WS_RA_HI (candidate; =1 builds it): warpgroup 0's hi pass takes P's fp16 hi part from
-// its registers (wgmma's register-A form, as its lo pass does) instead of reading sP16 back: 16 KB a
-// tile less shared-memory traffic (its two wgmmas a k-step each read the 2 KB A slice). sP16 is
-// still written for warpgroup 1. Same values in the same order: outputs bit for bit v53's.
-#ifndef DSPARKCTL_WS_RA_HI
-#define DSPARKCTL_WS_RA_HI 0
-#endif
-static_assert(DSPARKCTL_WS_RA_HI == 0 || (DSPARKCTL_WS_RA_HI == 1 && DSPARKCTL_WS_NOPE_P_HILO == 1), "off, or on with the lo pass");
-[[maybe_unused]] constexpr bool kWsRaHi = DSPARKCTL_WS_RA_HI == 1;
 // v45: a 2-split WS call runs the two splits of a (token, head block) as one 2-CTA cluster and
 // combines them in the epilogue, over distributed shared memory: each CTA stages its fp32 partial
 // rows and their lse as before, then combines half of the 64 rows (its own staged half and the
@@ -2799,7 +2778,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     for (int it = tile_begin; it < tile_end; ++it) {
       const int j = it - tile_begin, b = j & 1;
       mbar_wait(&full[b], uint32_t(j >> 1) & 1u);
-      if (kWsSAfterPv && j > 0) nbar_sync(kWsPFree, kCT);  // warpgroup 1's P.V of the previous tile is done
       DSPARKCTL_WS_TL(0);  // tile ready
       const int e_tile = sEtile[b];
       const int e_new = e_run > e_tile ? e_run : e_tile;
@@ -2855,14 +2833,13 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       const float v_shift = pow2i(e_run - e_new);
       e_run = e_new;
       DSPARKCTL_WS_TL(2);  // mask, row max
-      if (!kWsSAfterPv && j > 0) nbar_sync(kWsPFree, kCT);  // warpgroup 1's P.V of the previous tile is done with P
+      if (j > 0) nbar_sync(kWsPFree, kCT);  // warpgroup 1's P.V of the previous tile is done with P
       DSPARKCTL_WS_TL(3);  // P free
       float rsum[2] = {0.f, 0.f};
       // WS_NOPE_P_HILO: the lo parts, fp16 for this warpgroup's lo pass (register A) and e4m3 for
       // warpgroup 1's: word n of thread x at [n][x] (rows lane / 4 (+ 8) in its low (high) half,
       // warpgroup 1's A order; a warp's stores are 128 contiguous bytes)
       [[maybe_unused]] uint32_t p16lo[kWsNopePHiLo ? 8 : 1][2];
-      [[maybe_unused]] uint32_t p16hi[kWsRaHi ? 8 : 1][2];
       [[maybe_unused]] uint32_t lo8 = 0;
 #pragma unroll
       for (int n = 0; n < 8; ++n) {
@@ -2879,7 +2856,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
           *reinterpret_cast<uint32_t*>(sPlo + po) = lo;
           const uint32_t h16 = pack_f16(p0 * f16_shift, p1 * f16_shift);
           *reinterpret_cast<uint32_t*>(sP16 + po) = h16;
-          if constexpr (kWsRaHi) p16hi[n][i] = h16;
           if constexpr (kWsNopePHiLo) {
             const float2 rest = f16_rest_f32(p0 * f16_shift, p1 * f16_shift, h16);
             p16lo[n][i] = pack_f16(rest.x, rest.y);
@@ -2917,14 +2893,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       for (int ks = 0; ks < BN / 16; ++ks) {
         const uint64_t ka = (ks * 32) >> 4;
         const uint64_t kb = (ks * 16 * 128) >> 4;
-        if constexpr (kWsRaHi) {
-          const uint32_t a[4] = {p16hi[2 * ks][0], p16hi[2 * ks][1], p16hi[2 * ks + 1][0], p16hi[2 * ks + 1][1]};
-          wgmma_pv_m64n192_f16_ra(on, a, dv + kb);
-          wgmma_pv_m64n64_f16_ra(orp, a, dv + ((3 * BN * 128) >> 4) + kb);
-        } else {
-          wgmma_pv_m64n192_f16(on, dp16 + ka, dv + kb);
-          wgmma_pv_m64n64<false>(orp, dp16 + ka, dv + ((3 * BN * 128) >> 4) + kb);
-        }
+        wgmma_pv_m64n192_f16(on, dp16 + ka, dv + kb);
+        wgmma_pv_m64n64<false>(orp, dp16 + ka, dv + ((3 * BN * 128) >> 4) + kb);
       }
       if constexpr (kWsNopePHiLo) {
 #pragma unroll
