@@ -2677,7 +2677,14 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       }
       if (tile_begin < tile_end) convert(tile_end - 1);
     }
+#ifdef DSPARKCTL_TL_SPLIT_PV
+    // (timeline builds with -DDSPARKCTL_TL_SPLIT_PV only, session 32) slots 13-14 carry warpgroup 1's
+    // P.V split into issue and wait (below) instead of the producer's first two phases
+    if (pt == 0 && blockIdx.y * gridDim.x + blockIdx.x < kTlMaxCtas)
+      for (int i = 2; i < 6; ++i) g_tl_main[blockIdx.y * gridDim.x + blockIdx.x][13 + i] = ws_tl[i];
+#else
     DSPARKCTL_WS_TL_STORE(pt == 0, 13, 6)
+#endif
     DSPARKCTL_WS_TL_STORE_AT(pt == 0, 6, 20)
     // the consumers' epilogue barriers are whole-CTA ones: the producer takes part, idle (v32:
     // with 256-thread named barriers there, racecheck reported the staging writes against the
@@ -2978,7 +2985,14 @@ __global__ void __launch_bounds__(kWsThreads, 1)
           wgmma_pv_m64n192_f16_ra(on, a, dv + ((4 * BN * 128) >> 4) + ((ks * 16 * 128) >> 4));
         }
       }
+#ifdef DSPARKCTL_TL_SPLIT_PV
+      wgmma_commit();
+      DSPARKCTL_WS_TL(3);  // rescale, lo part, P.V issued
+      wgmma_wait();
+      DSPARKCTL_WS_TL(4);  // P.V done
+#else
       wgmma_commit_wait();
+#endif
       if (it + 1 < tile_end) ws_handoff(kWsPFree, kCT);
       mbar_arrive(&empty[b]);
       DSPARKCTL_WS_TL(1);  // P.V (dims 256-511)
@@ -2992,6 +3006,10 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     }
     DSPARKCTL_WS_TL_STORE(tid == 128, 11, 2)
     DSPARKCTL_WS_TL_STORE_AT(tid == 128, 2, 19)
+#ifdef DSPARKCTL_TL_SPLIT_PV
+    DSPARKCTL_WS_TL_STORE_AT(tid == 128, 3, 13)
+    DSPARKCTL_WS_TL_STORE_AT(tid == 128, 4, 14)
+#endif
     ws_stage();
   }
   // ---- epilogue: the staged rows to global memory
