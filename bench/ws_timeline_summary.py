@@ -7,8 +7,13 @@ rendezvous passed, its rows written, the end; at 1 split the middle two are the 
 form sessions 28-29's device scripts printed them.
 With --tiles: every role's phases per tile (the median CTA's sums over its tiles / its tile count),
 so the three roles' loops can be laid side by side (session 32: where a tile's ~5,900 cycles go).
+--tiles-split-pv: the same for -DDSPARKCTL_TL_SPLIT_PV builds, whose slots 13-14 hold warpgroup 1's
+P.V split into issue and wgmma wait instead of the producer's first two phases.
+A phase that ends at a named barrier (bar.sync) reads short: ptxas emits BAR.SYNC.DEFER_BLOCKING and
+the next clock read issues before the barrier releases, so that wait lands in the following phase
+(session 32: warpgroup 1's P-ready wait shows up in its P.V, warpgroup 0's P-free wait in its P).
 
-    python bench/ws_timeline_summary.py [--marks | --tiles] LABEL=FILE.jsonl [LABEL=FILE.jsonl ...]
+    python bench/ws_timeline_summary.py [--marks | --tiles | --tiles-split-pv] LABEL=FILE.jsonl [...]
 """
 
 from __future__ import annotations
@@ -72,9 +77,15 @@ ROLES = (
     ("wg1", (("wait", "next_copy_issue"), ("PV", "s"), ("copies", "q_loads_issued"))),
     ("prod", (("first_copies", "p"), ("landed", "pv"), ("raw", "s_mma"), ("convert", "epi_stage"), ("prep", "epi_wait2"))),
 )
+# -DDSPARKCTL_TL_SPLIT_PV builds: warpgroup 1's P.V phase is then only its hand-offs ("rest")
+ROLES_SPLIT_PV = (
+    ROLES[0],
+    ("wg1", (("wait", "next_copy_issue"), ("issue", "p"), ("mma_wait", "pv"), ("rest", "s"), ("copies", "q_loads_issued"))),
+    ("prod", (("raw", "s_mma"), ("convert", "epi_stage"), ("prep", "epi_wait2"))),
+)
 
 
-def tile_lines(label: str, text: str) -> list[str]:
+def tile_lines(label: str, text: str, roles: tuple = ROLES) -> list[str]:
     """Per-tile cycles of each role's phases (64-head WS lines only: the other kernels' slots mean
     other things), then thread 0's Q-in-shared-memory, rows-staged and rows-written marks."""
     out = []
@@ -83,7 +94,7 @@ def tile_lines(label: str, text: str) -> list[str]:
             continue
         ph, n = a["phase_cycles"], max(int(a["tiles_max"]), 1)
         fields: list[tuple[str, object]] = [("tiles", n)]
-        for role, phases in ROLES:
+        for role, phases in roles:
             fields += [(f"{role}.{name}", round(ph[key][0] / n)) for name, key in phases]
         fields += [("q_smem_at", ph["ws_q_ready_at"][0]), ("staged_at", ph["ws_staged_at"][0]),
                    ("written_at", ph["ws_written_at"][0])]
@@ -92,7 +103,7 @@ def tile_lines(label: str, text: str) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    mode = argv[0] if argv and argv[0] in ("--marks", "--tiles") else ""
+    mode = argv[0] if argv and argv[0] in ("--marks", "--tiles", "--tiles-split-pv") else ""
     if mode:
         argv = argv[1:]
     if not argv or any("=" not in a for a in argv):
@@ -104,7 +115,9 @@ def main(argv: list[str]) -> int:
         if not p.is_file():
             print(f"{label}: no timeline at {path} (its run failed or timed out)", file=sys.stderr)
             continue
-        print("\n".join({"--marks": mark_lines, "--tiles": tile_lines}.get(mode, lines)(label, p.read_text())))
+        modes = {"--marks": mark_lines, "--tiles": tile_lines,
+                 "--tiles-split-pv": lambda la, tx: tile_lines(la, tx, ROLES_SPLIT_PV)}
+        print("\n".join(modes.get(mode, lines)(label, p.read_text())))
     return 0
 
 

@@ -2014,24 +2014,6 @@ static_assert(kWsCopyLanes * 4 >= 64 && kWsCopyLanes <= 32, "the 4 producer warp
 #else
 [[maybe_unused]] constexpr bool kWsConsumerCopiesOn = true;
 #endif
-// Session 32, WS_SPLIT_COPIES (candidate; =1 builds it): tile j + 2's 64 bulk copies are issued
-// half by warpgroup 1 (rows 16 w + 0..7 of its warp w) and half by the producer (rows 16 w + 8..15
-// of its warp w: the rows that producer thread prepped itself, so it reads only its own offsets)
-// instead of all by warpgroup 1 (-DDSPARKCTL_WS_SPLIT_LANE moves the split). A warp issues bulk copies one lane after another (~100 cycles
-// each): warpgroup 1 spent ~1,650 cycles a tile issuing 16 a warp, while the producer waited ~850
-// a tile for those copies to land (bench/results/kernel_h200_v53_timeline/). The producer issues
-// its half when it reaches the tile's conversion, after the consumers free the buffer.
-#ifndef DSPARKCTL_WS_SPLIT_COPIES
-#define DSPARKCTL_WS_SPLIT_COPIES 0
-#endif
-static_assert(DSPARKCTL_WS_SPLIT_COPIES == 0 || DSPARKCTL_WS_SPLIT_COPIES == 1, "on or off");
-[[maybe_unused]] constexpr bool kWsSplitCopies = DSPARKCTL_WS_SPLIT_COPIES == 1;
-// the split: warpgroup 1's warps copy lanes [0, kWsSplitLane), the producer's [kWsSplitLane, 16)
-#ifndef DSPARKCTL_WS_SPLIT_LANE
-#define DSPARKCTL_WS_SPLIT_LANE 8
-#endif
-[[maybe_unused]] constexpr int kWsSplitLane = DSPARKCTL_WS_SPLIT_LANE;
-static_assert(kWsSplitLane > 0 && kWsSplitLane < 16, "both sides copy");
 // v42, the lazy O rescale: how far (base 2) a row's tile max may pass its running max before the
 // running max moves and O is rescaled. Session 24's ncu profile had FMUL at 28% of the consumers'
 // instructions, most of it O's rescale (128 a thread a tile); with a stale max most tiles skip it.
@@ -2456,17 +2438,16 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   // of its KV buffer, counted on rawbar (invalid rows are zeroed at conversion), by the four warps
   // of one warpgroup (`gw` 0-3; warp 0 posts the byte count): kWsCopyLanes copies a warp, since a
   // warp issues its copies one lane after another (v35 / v36).
-  // WS_SPLIT_COPIES: lanes [lane0, lane1) of the warp copy (warpgroup 1 posts the byte count)
-  auto ws_copies = [&](int it, int gw, int lane0 = 0, int lane1 = kWsCopyLanes, bool post = true) {
+  auto ws_copies = [&](int it, int gw) {
     const int j = it - tile_begin, b = j & 1, q = j & (W::kSlots - 1);
     const SparseMlaCache* c; int pos0, len;
     tile_src(it, c, pos0, len);
-    if (post && gw == 0) {
+    if (gw == 0) {
       const uint32_t n = __popc(__ballot_sync(0xffffffffu, sValid[q * BN + lane] != 0)) +
                          __popc(__ballot_sync(0xffffffffu, sValid[q * BN + 32 + lane] != 0));
       if (lane == 0) mbar_expect_tx(&rawbar[b], n * uint32_t(kRowBytes));
     }
-    if (lane >= lane0 && lane < lane1) {
+    if (lane < kWsCopyLanes) {
       const int cand = gw * kWsCopyLanes + lane;
       const int64_t off = cand < BN ? sOffP[q * BN + cand] : -1;
       if (off >= 0) bulk_copy(smem + W::OFF_KV + b * W::TILE + cand * kRowBytes, c->base + off, kRowBytes, &rawbar[b]);
@@ -2677,15 +2658,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         DSPARKCTL_WS_TL(0);  // copies issued
       }
       for (int it = tile_begin; it < tile_end; ++it) {
-        if (kWsSplitCopies && it >= tile_begin + 2) {
-          // this thread's half of tile it's rows (it prepped them), once tile it - 2 left the buffer
-          const int jt = it - tile_begin;
-          mbar_wait(&empty[jt & 1], uint32_t((jt - 2) >> 1) & 1u);
-          static_assert(!kWsSplitCopies || (kWsL2Prefetch && kWsCopyLanes == 16),
-                        "the producer's half is the rows its lanes 8-15 prep");
-          ws_copies(it, warp - 8, kWsSplitLane, kWsCopyLanes, false);
-          DSPARKCTL_WS_TL(0);  // copies issued
-        }
         convert(it);
         if (it + 2 < tile_end) {
           prep(it + 2, true);
@@ -3028,8 +3000,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         // v37: tile j + 2 into this buffer once warpgroup 0 is done with tile j too
         mbar_wait(&empty[b], uint32_t(j >> 1) & 1u);
         mbar_wait(&offs[b], uint32_t(j >> 1) & 1u);
-        if constexpr (kWsSplitCopies) ws_copies(it + 2, wl, 0, kWsSplitLane);
-        else ws_copies(it + 2, wl);
+        ws_copies(it + 2, wl);
       }
       DSPARKCTL_WS_TL(2);  // copies of tile j + 2 issued
     }
