@@ -2014,14 +2014,6 @@ static_assert(kWsCopyLanes * 4 >= 64 && kWsCopyLanes <= 32, "the 4 producer warp
 #else
 [[maybe_unused]] constexpr bool kWsConsumerCopiesOn = true;
 #endif
-// Session 32, WS_MASK_EARLY (candidate; =1 builds it): warpgroup 0 reads the tile's valid flags for
-// its 16 columns before issuing S, not after S's last wgmma_wait: the loads' shared-memory latency
-// (the S wgmmas keep shared memory busy) then overlaps S instead of following it. Same selects.
-#ifndef DSPARKCTL_WS_MASK_EARLY
-#define DSPARKCTL_WS_MASK_EARLY 0
-#endif
-static_assert(DSPARKCTL_WS_MASK_EARLY == 0 || DSPARKCTL_WS_MASK_EARLY == 1, "on or off");
-[[maybe_unused]] constexpr bool kWsMaskEarly = DSPARKCTL_WS_MASK_EARLY == 1;
 // v42, the lazy O rescale: how far (base 2) a row's tile max may pass its running max before the
 // running max moves and O is rescaled. Session 24's ncu profile had FMUL at 28% of the consumers'
 // instructions, most of it O's rescale (128 a thread a tile); with a stale max most tiles skip it.
@@ -2803,17 +2795,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 #pragma unroll
         for (int c = 0; c < 4; ++c) s[n][c] = 0.f;
       const uint64_t dk = wgmma_desc_sw128(sKV);
-      // WS_MASK_EARLY: bit 2 n + (c & 1) = column n * 8 + 2 (lane % 4) + (c & 1) is valid
-      [[maybe_unused]] uint32_t vmask = 0;
-      if constexpr (kWsMaskEarly) {
-        const uint8_t* v = sValid + (j & (W::kSlots - 1)) * BN + (lane & 3) * 2;
-#pragma unroll
-        for (int n = 0; n < 8; ++n) {
-          const uint32_t two = *reinterpret_cast<const uint16_t*>(v + n * 8);
-          vmask |= ((two & 0xffu) != 0 ? 1u : 0u) << (2 * n);
-          vmask |= ((two >> 8) != 0 ? 1u : 0u) << (2 * n + 1);
-        }
-      }
       wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < kDN / 16; ++kk) ws_s64<false>(s, dq + kstep(kk, M), dk + kstep(kk, BN));
@@ -2835,8 +2816,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
           const int col = n * 8 + (lane & 3) * 2 + (c & 1);
-          const bool ok = kWsMaskEarly ? ((vmask >> (2 * n + (c & 1))) & 1u) != 0 : sValid[(j & (W::kSlots - 1)) * BN + col] != 0;
-          const float v = ok ? s[n][c] * scale_log2 : -INFINITY;
+          const float v = sValid[(j & (W::kSlots - 1)) * BN + col] ? s[n][c] * scale_log2 : -INFINITY;
           s[n][c] = v;
           rmax[c >> 1] = fmaxf(rmax[c >> 1], v);
         }
