@@ -501,26 +501,6 @@ __device__ __forceinline__ void wgmma_pv_m64n192_f16(float (&d)[24][4], uint64_t
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
 #endif
 }
-// m64n256k16 (WS_PV_SPLIT=192: warpgroup 1's nope dims 192-447), A from shared memory or registers
-[[maybe_unused]] __device__ __forceinline__ void wgmma_pv_m64n256_f16(float (&d)[32][4], uint64_t da, uint64_t db) {
-#if DSPARKCTL_WGMMA
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\nwgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, 1;\n}\n"
-      : DSPARKCTL_ACC32(0), DSPARKCTL_ACC32(8), DSPARKCTL_ACC32(16), DSPARKCTL_ACC32(24)
-      : "l"(da), "l"(db), "r"(1));
-#endif
-}
-[[maybe_unused]] __device__ __forceinline__ void wgmma_pv_m64n256_f16_ra(float (&d)[32][4], const uint32_t (&a)[4],
-                                                                         uint64_t db) {
-#if DSPARKCTL_WGMMA
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\nwgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, {%128, %129, %130, %131}, %132, p, 1, 1, 1;\n}\n"
-      : DSPARKCTL_ACC32(0), DSPARKCTL_ACC32(8), DSPARKCTL_ACC32(16), DSPARKCTL_ACC32(24)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
-#endif
-}
 template <bool BF16>
 __device__ __forceinline__ void wgmma_pv_m64n64(float (&d)[8][4], uint64_t da, uint64_t db) {
 #if DSPARKCTL_WGMMA
@@ -2083,20 +2063,6 @@ static_assert(kWsLo8Shift >= 6 && kWsLo8Shift <= 20, "the lo part's e4m3 scale s
 // 2^-kWsLo8Shift as fp16 x2 (normal down to 2^-14, subnormal below)
 constexpr uint32_t kWsLo8Unscale =
     (kWsLo8Shift <= 14 ? uint32_t(15 - kWsLo8Shift) << 10 : 1u << (24 - kWsLo8Shift)) * 0x10001u;
-// Session 32, WS_PV_SPLIT (candidate; =192 builds it, 256 is v53): the first dim warpgroup 1's P.V
-// owns. v53 splits O's 512 dims 256 / 256, so warpgroup 0, which also runs S and the softmax, has
-// 4,096 of a tile's 6,144 tensor units, and the v53 timeline has warpgroup 1 idle ~2,000 cycles a
-// tile waiting for P-ready (bench/results/kernel_h200_v56_s_after_pv/, the probe). At 192,
-// warpgroup 0 keeps dims 0-191 (one n192 pass each for hi and lo: 3,584 units) and warpgroup 1
-// takes 192-447 as n256 plus the rope (2,560); warpgroup 1's lo part for dims 192-255 is then the
-// e4m3 one (as its other dims), so outputs differ from v53's in those dims' last bits. Registers
-// follow the accumulators: 184 / 208 / 112.
-#ifndef DSPARKCTL_WS_PV_SPLIT
-#define DSPARKCTL_WS_PV_SPLIT 256
-#endif
-static_assert(DSPARKCTL_WS_PV_SPLIT == 256 || (DSPARKCTL_WS_PV_SPLIT == 192 && DSPARKCTL_WS_NOPE_P_HILO == 1),
-              "v53's split, or 192 with the lo pass");
-[[maybe_unused]] constexpr int kWsPvSplit = DSPARKCTL_WS_PV_SPLIT;
 // v45: a 2-split WS call runs the two splits of a (token, head block) as one 2-CTA cluster and
 // combines them in the epilogue, over distributed shared memory: each CTA stages its fp32 partial
 // rows and their lse as before, then combines half of the 64 rows (its own staged half and the
@@ -2156,10 +2122,10 @@ __host__ __device__ __forceinline__ bool ws_cluster_combines(int num_splits) {
   return v;
 }
 #ifndef DSPARKCTL_WS_REGS_S
-#define DSPARKCTL_WS_REGS_S (DSPARKCTL_WS_PV_SPLIT == 192 ? 184 : 216)
+#define DSPARKCTL_WS_REGS_S 216
 #endif
 #ifndef DSPARKCTL_WS_REGS_PV
-#define DSPARKCTL_WS_REGS_PV (DSPARKCTL_WS_PV_SPLIT == 192 ? 208 : DSPARKCTL_WS_NOPE_P_HILO ? 176 : 160)
+#define DSPARKCTL_WS_REGS_PV (DSPARKCTL_WS_NOPE_P_HILO ? 176 : 160)
 #endif
 #ifndef DSPARKCTL_WS_REGS_PRODUCER
 #define DSPARKCTL_WS_REGS_PRODUCER (DSPARKCTL_WS_NOPE_P_HILO ? 112 : 128)
@@ -2777,20 +2743,15 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   nbar_sync(kWsConsumers, kCT);  // Q in place for warpgroup 0's S
 
   const float scale_log2 = p.sm_scale * kLog2e;
-  // dims 256 wg + 8 j (+ 2 (lane % 4) + c % 2), rows 16 wl + lane / 4 (+ 8 (c / 2)); WS_PV_SPLIT=192:
-  // warpgroup 0 o[0..23] = dims 0-191, warpgroup 1 o[0..39] = dims 192 + 8 j
-  constexpr int kOJ = kWsPvSplit == 192 ? 40 : 32;
-  float o[kOJ][4];
+  float o[32][4];  // dims 256 wg + 8 j (+ 2 (lane % 4) + c % 2), rows 16 wl + lane / 4 (+ 8 (c / 2))
 #pragma unroll
-  for (int jj = 0; jj < kOJ; ++jj)
+  for (int jj = 0; jj < 32; ++jj)
 #pragma unroll
     for (int c = 0; c < 4; ++c) o[jj][c] = 0.f;
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};  // warpgroup 0: this thread's share of l
   int e_run = -(1 << 20);
   float(&on)[24][4] = *reinterpret_cast<float(*)[24][4]>(&o[0][0]);
   float(&orp)[8][4] = *reinterpret_cast<float(*)[8][4]>(&o[24][0]);
-  [[maybe_unused]] float(&on1)[32][4] = *reinterpret_cast<float(*)[32][4]>(&o[0][0]);        // WS_PV_SPLIT=192, warpgroup 1
-  [[maybe_unused]] float(&orp1)[8][4] = *reinterpret_cast<float(*)[8][4]>(&o[kOJ - 8][0]);  // its rope dims
   const uint64_t dp16 = wgmma_desc_sw128(sP16);
   const uint64_t dph = wgmma_desc_sw128(sPhi);
   const uint64_t dpl = wgmma_desc_sw128(sPlo);
@@ -2809,20 +2770,10 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       const float f = sFact[row];
       const float fn = v_exp(f);
       float* srow = sOut + row * kORow + (lane & 3) * 2;
-      if constexpr (kWsPvSplit == 192) {
-        // warpgroup 0: dims 0-191 (nope); warpgroup 1: 192-447 (nope), 448-511 (rope)
 #pragma unroll
-        for (int jj = 0; jj < kOJ; ++jj) {
-          if (wg == 0 && jj >= 24) break;
-          const float g = (wg == 0 || jj < 32) ? fn : f;
-          *reinterpret_cast<float2*>(srow + wg * 192 + jj * 8) = make_float2(o[jj][2 * i] * g, o[jj][2 * i + 1] * g);
-        }
-      } else {
-#pragma unroll
-        for (int jj = 0; jj < 32; ++jj) {
-          const float g = (wg == 0 || jj < 24) ? fn : f;
-          *reinterpret_cast<float2*>(srow + wg * 256 + jj * 8) = make_float2(o[jj][2 * i] * g, o[jj][2 * i + 1] * g);
-        }
+      for (int jj = 0; jj < 32; ++jj) {
+        const float g = (wg == 0 || jj < 24) ? fn : f;
+        *reinterpret_cast<float2*>(srow + wg * 256 + jj * 8) = make_float2(o[jj][2 * i] * g, o[jj][2 * i + 1] * g);
       }
     }
   };
@@ -2937,7 +2888,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       for (int i = 0; i < 2; ++i) {
         const float a = alpha[i] * v_shift;
 #pragma unroll
-        for (int jj = 0; jj < (kWsPvSplit == 192 ? 24 : 32); ++jj) {
+        for (int jj = 0; jj < 32; ++jj) {
           o[jj][2 * i] *= a;
           o[jj][2 * i + 1] *= a;
         }
@@ -2950,7 +2901,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         const uint64_t ka = (ks * 32) >> 4;
         const uint64_t kb = (ks * 16 * 128) >> 4;
         wgmma_pv_m64n192_f16(on, dp16 + ka, dv + kb);
-        if constexpr (kWsPvSplit == 256) wgmma_pv_m64n64<false>(orp, dp16 + ka, dv + ((3 * BN * 128) >> 4) + kb);
+        wgmma_pv_m64n64<false>(orp, dp16 + ka, dv + ((3 * BN * 128) >> 4) + kb);
       }
       if constexpr (kWsNopePHiLo) {
 #pragma unroll
@@ -2958,7 +2909,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
           const uint32_t a[4] = {p16lo[2 * ks][0], p16lo[2 * ks][1], p16lo[2 * ks + 1][0], p16lo[2 * ks + 1][1]};
           const uint64_t kb = (ks * 16 * 128) >> 4;
           wgmma_pv_m64n192_f16_ra(on, a, dv + kb);
-          if constexpr (kWsPvSplit == 256) wgmma_pv_m64n64_f16_ra(orp, a, dv + ((3 * BN * 128) >> 4) + kb);
+          wgmma_pv_m64n64_f16_ra(orp, a, dv + ((3 * BN * 128) >> 4) + kb);
         }
       }
       wgmma_commit_wait();
@@ -3000,8 +2951,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         const float a = sAlpha[b * M + wl * 16 + (lane >> 2) + 8 * i];
         const float an = a * v_shift;
 #pragma unroll
-        for (int jj = 0; jj < kOJ; ++jj) {
-          const float g = jj < kOJ - 8 ? an : a;
+        for (int jj = 0; jj < 32; ++jj) {
+          const float g = jj < 24 ? an : a;
           o[jj][2 * i] *= g;
           o[jj][2 * i + 1] *= g;
         }
@@ -3023,24 +2974,15 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       for (int ks = 0; ks < BN / 16; ++ks) {
         const uint64_t ka = (ks * 32) >> 4;
         const uint64_t kb = (ks * 16 * 128) >> 4;
-        if constexpr (kWsPvSplit == 192) {
-          wgmma_pv_m64n256_f16(on1, dp16 + ka, dv + ((3 * BN * 128) >> 4) + kb);
-          wgmma_pv_m64n64<true>(orp1, dph + ka, dv + ((7 * BN * 128) >> 4) + kb);
-          wgmma_pv_m64n64<true>(orp1, dpl + ka, dv + ((7 * BN * 128) >> 4) + kb);
-        } else {
-          wgmma_pv_m64n192_f16(on, dp16 + ka, dv + ((4 * BN * 128) >> 4) + kb);
-          wgmma_pv_m64n64<true>(orp, dph + ka, dv + ((7 * BN * 128) >> 4) + kb);
-          wgmma_pv_m64n64<true>(orp, dpl + ka, dv + ((7 * BN * 128) >> 4) + kb);
-        }
+        wgmma_pv_m64n192_f16(on, dp16 + ka, dv + ((4 * BN * 128) >> 4) + kb);
+        wgmma_pv_m64n64<true>(orp, dph + ka, dv + ((7 * BN * 128) >> 4) + kb);
+        wgmma_pv_m64n64<true>(orp, dpl + ka, dv + ((7 * BN * 128) >> 4) + kb);
       }
       if constexpr (kWsNopePHiLo) {
 #pragma unroll
         for (int ks = 0; ks < BN / 16; ++ks) {
           const uint32_t a[4] = {lo[4 * ks], lo[4 * ks + 1], lo[4 * ks + 2], lo[4 * ks + 3]};
-          if constexpr (kWsPvSplit == 192)
-            wgmma_pv_m64n256_f16_ra(on1, a, dv + ((3 * BN * 128) >> 4) + ((ks * 16 * 128) >> 4));
-          else
-            wgmma_pv_m64n192_f16_ra(on, a, dv + ((4 * BN * 128) >> 4) + ((ks * 16 * 128) >> 4));
+          wgmma_pv_m64n192_f16_ra(on, a, dv + ((4 * BN * 128) >> 4) + ((ks * 16 * 128) >> 4));
         }
       }
 #ifdef DSPARKCTL_TL_SPLIT_PV
