@@ -154,7 +154,8 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     cluster combine (-DDSPARKCTL_WS_CLUSTER_COMBINE=0) and two timeline builds with the combine's
     marks, one with session 29's probe 3 (-DDSPARKCTL_TL_COMBINE_PROBE=3), and v51's single-pass
     nope P.V (-DDSPARKCTL_NOPE_P_HILO=0 for sm_90a and sm_120a, and the WS kernel's
-    -DDSPARKCTL_WS_NOPE_P_HILO=0), as
+    -DDSPARKCTL_WS_NOPE_P_HILO=0), and session 32's timeline build with and without warpgroup 1's
+    split P.V marks (-DDSPARKCTL_TL_SPLIT_PV), as
     {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
     if build.find_nvcc() is None:
         pytest.skip("nvcc not installed: cannot compile-check CUDA")
@@ -175,6 +176,8 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_90a_nope_p1": ["-arch=sm_90a", "-DDSPARKCTL_NOPE_P_HILO=0"],
         "sm_120a_nope_p1": ["-arch=sm_120a", "-DDSPARKCTL_NOPE_P_HILO=0"],
         "sm_90a_ws_nope_p1": ["-arch=sm_90a", "-DDSPARKCTL_WS_NOPE_P_HILO=0"],
+        "sm_90a_tl": ["-arch=sm_90a", "-DDSPARKCTL_TIMELINE"],
+        "sm_90a_tl_split_pv": ["-arch=sm_90a", "-DDSPARKCTL_TIMELINE", "-DDSPARKCTL_TL_SPLIT_PV"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -473,3 +476,21 @@ def test_ws_nope_p_hilo_adds_a_register_a_lo_pass_to_the_ws_kernel_only(
         assert hilo.count("cvt.rn.f16x2.e4m3x2") > single.count("cvt.rn.f16x2.e4m3x2"), name  # V's, and now lo's
         bars = [t.count("bar.sync") + t.count("bar.arrive") for t in (single, hilo)]
         assert bars[1] == bars[0], (name, bars)
+
+
+def test_split_pv_timeline_marks_only_add_warpgroup_1s_two_clock_reads(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """Session 32's -DDSPARKCTL_TL_SPLIT_PV (timeline builds only) splits warpgroup 1's P.V phase at
+    the commit: two more clock reads in each warp-specialized kernel and its commit / wait apart,
+    every other kernel's PTX as in the plain timeline build (so its marks measure the same code)."""
+    plain, split = kernel_ptx["sm_90a_tl"], kernel_ptx["sm_90a_tl_split_pv"]
+    assert set(plain) == set(split)
+    ws = {k for k in plain if "_ws_kernel" in k}
+    assert len(ws) == 2
+    for name in plain:
+        if name in ws:
+            clocks = [body.count("%clock64") for body in (plain[name], split[name])]
+            assert clocks[1] == clocks[0] + 2, (name, clocks)
+            waits = [body.count("wgmma.wait_group") for body in (plain[name], split[name])]
+            assert waits[1] == waits[0], (name, waits)  # the same waits, one of them moved apart from its commit
+        else:
+            assert plain[name] == split[name], name
