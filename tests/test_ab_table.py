@@ -94,3 +94,16 @@ def test_full_ab_refuses_a_missing_peer(tmp_path: Path) -> None:
                           timeout=60)
     assert proc.returncode == 2 and "no Triton peer" in proc.stderr
     assert not (out / "r.tgz").exists()
+
+
+@pytest.mark.parametrize("unset", ["NAME", "FLAGS", "OUT"])
+def test_candidate_check_needs_name_flags_and_out(unset: str, tmp_path: Path) -> None:
+    """bench/kernel_candidate_check.sh (session 32's one-call check of a WS candidate) stops before
+    building anything when its candidate or result folder is not named."""
+    env = {**os.environ, "NAME": "x", "FLAGS": "-DX=1", "OUT": str(tmp_path)}
+    del env[unset]
+    proc = subprocess.run(["bash", str(BENCH / "kernel_candidate_check.sh")], capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert "usage: OUT=... NAME=... FLAGS=" in proc.stderr
+    assert not (tmp_path / "r.tgz").exists()

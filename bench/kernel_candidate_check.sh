@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# One device call for a warp-specialized-kernel candidate that is off by default (session 32): the
+# shipped build against NAME (FLAGS), GPU tests and outputs against the shipped build
+# (bench/kernel_abn.sh, ROUNDS alternating rounds), then, for the candidate, the full run's checks
+# that bear on a WS-only change: memcheck on the sanitizer subset, racecheck on its
+# -DDSPARKCTL_WS_RACECHECK_SYNC build (subset T2 and bench/racecheck_ws_probe.py), and the
+# product's smoke at TP 4. Results packed into $OUT/r.tgz.
+#   usage: NAME=mke FLAGS=-DDSPARKCTL_WS_MASK_EARLY=1 [BASE=v53] [ROUNDS=3] bash bench/kernel_candidate_check.sh
+#   (FLAGS: space-separated)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+if [ -z "${NAME:-}" ] || [ -z "${FLAGS:-}" ] || [ -z "${OUT:-}" ]; then
+  echo "usage: OUT=... NAME=... FLAGS='-D...' [BASE=v53] [ROUNDS=3] bash bench/kernel_candidate_check.sh" >&2
+  exit 2
+fi
+BASE=${BASE:-v53}; ROUNDS=${ROUNDS:-3}
+A=/tmp/abn; rm -rf $A; mkdir -p $A; export PYTHONPATH=$PWD
+# shellcheck disable=SC2086
+{
+  timeout 150 python3 bench/build_kernel.py sm_90a /tmp/kabn_$BASE $A/build_$BASE.log > /dev/null &
+  timeout 150 python3 bench/build_kernel.py sm_90a /tmp/kabn_$NAME $A/build_$NAME.log $FLAGS > /dev/null &
+  timeout 150 python3 bench/build_kernel.py sm_90a /tmp/kabn_${NAME}rc $A/build_${NAME}rc.log $FLAGS -DDSPARKCTL_WS_RACECHECK_SYNC > /dev/null &
+  wait
+}
+OUT=$A ROUNDS=$ROUNDS TESTS=1 COMPARE=1 PREBUILT=1 timeout 330 bash bench/kernel_abn.sh "$BASE=" "$NAME=${FLAGS// /,}" > $A/abn.log 2>&1
+tail -45 $A/abn.log
+SO=/tmp/kabn_$NAME/dsparkctl_sparse_mla_sm_90a.so; RC=/tmp/kabn_${NAME}rc/dsparkctl_sparse_mla_sm_90a.so
+{ echo "== memcheck ($NAME)"; DSPARKCTL_KERNEL_SO=$SO timeout 150 compute-sanitizer --tool memcheck --leak-check no python3 -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider -k "sanitizer_subset or clustered_ctas" 2>&1 | tail -6
+  echo "== racecheck ($NAME, rendezvous build)"; DSPARKCTL_KERNEL_SO=$RC timeout 150 compute-sanitizer --tool racecheck python3 -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider -k "sanitizer_subset and T2" 2>&1 | tail -6
+  DSPARKCTL_KERNEL_SO=$RC timeout 120 compute-sanitizer --tool racecheck python3 bench/racecheck_ws_probe.py > $A/racecheck_ws.log 2>&1
+  echo "== racecheck, WS probe: $(grep -c '^ok' $A/racecheck_ws.log) launches ok | $(grep SUMMARY $A/racecheck_ws.log)"
+} > $A/sanitizer.log 2>&1
+cat $A/sanitizer.log
+DSPARKCTL_KERNEL_SO=$SO timeout 120 python3 -m dsparkctl smoke --kernel bundled --tp 4 --json > $A/smoke_$NAME.json 2> $A/smoke_$NAME.err
+echo "smoke ($NAME, --kernel bundled --tp 4): rc $? $(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); \
+print('verdict', d['verdict'], [f['detail'] for f in d['findings'] if f['severity'] == 'error'])" $A/smoke_$NAME.json 2>&1 | head -c 1500)"
+rm -f $A/*.pt; (cd $A && tar czf "$OUT/r.tgz" .)
