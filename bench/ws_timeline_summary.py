@@ -103,9 +103,12 @@ def tile_lines(label: str, text: str, roles: tuple = ROLES) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    mode = argv[0] if argv and argv[0] in ("--marks", "--tiles", "--tiles-split-pv") else ""
+    modes = {"--marks": mark_lines, "--tiles": tile_lines,
+             "--tiles-split-pv": lambda label, text: tile_lines(label, text, ROLES_SPLIT_PV)}
+    mode = argv[0] if argv and argv[0] in modes else ""
     if mode:
         argv = argv[1:]
+    render = modes.get(mode, lines)
     if not argv or any("=" not in a for a in argv):
         print(__doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
         return 2
@@ -115,9 +118,7 @@ def main(argv: list[str]) -> int:
         if not p.is_file():
             print(f"{label}: no timeline at {path} (its run failed or timed out)", file=sys.stderr)
             continue
-        modes = {"--marks": mark_lines, "--tiles": tile_lines,
-                 "--tiles-split-pv": lambda la, tx: tile_lines(la, tx, ROLES_SPLIT_PV)}
-        print("\n".join(modes.get(mode, lines)(label, p.read_text())))
+        print("\n".join(render(label, p.read_text())))
     return 0
 
 

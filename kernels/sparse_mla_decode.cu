@@ -2680,8 +2680,10 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 #ifdef DSPARKCTL_TL_SPLIT_PV
     // (timeline builds with -DDSPARKCTL_TL_SPLIT_PV only, session 32) slots 13-14 carry warpgroup 1's
     // P.V split into issue and wait (below) instead of the producer's first two phases
-    if (pt == 0 && blockIdx.y * gridDim.x + blockIdx.x < kTlMaxCtas)
-      for (int i = 2; i < 6; ++i) g_tl_main[blockIdx.y * gridDim.x + blockIdx.x][13 + i] = ws_tl[i];
+    DSPARKCTL_WS_TL_STORE_AT(pt == 0, 2, 15)
+    DSPARKCTL_WS_TL_STORE_AT(pt == 0, 3, 16)
+    DSPARKCTL_WS_TL_STORE_AT(pt == 0, 4, 17)
+    DSPARKCTL_WS_TL_STORE_AT(pt == 0, 5, 18)
 #else
     DSPARKCTL_WS_TL_STORE(pt == 0, 13, 6)
 #endif

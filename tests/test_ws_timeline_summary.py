@@ -74,3 +74,27 @@ def test_tiles_mode_lays_the_three_roles_side_by_side(capsys: pytest.CaptureFixt
     assert tool.main(["--tiles", f"v53={path}"]) == 0
     assert capsys.readouterr().out.splitlines() == got
     assert tool.main(["--tiles"]) == 2
+
+
+def test_tiles_split_pv_mode_reads_warpgroup_1s_split_slots(capsys: pytest.CaptureFixture[str]) -> None:
+    """--tiles-split-pv on a -DDSPARKCTL_TL_SPLIT_PV timeline (session 32, v53): warpgroup 1's issue,
+    wgmma wait and hand-offs come from the two slots the producer gives up (its landing wait and first
+    copies), so the two consumers still add up to one period each and the producer to less; read
+    with --tiles, the same slots would be taken for producer phases and warpgroup 1 would lose
+    ~4,000 cycles a tile."""
+    path = BENCH / "results" / "kernel_h200_v57_split_copies" / "run1" / "timeline_v53.jsonl"
+    tool = load("ws_timeline_summary")
+
+    def fields(lines: list[str]) -> dict[str, int]:
+        words = next(ln for ln in lines if " 128 1024 64 " in ln).split()
+        return {words[i]: int(words[i + 1]) for i in range(words.index("tiles"), len(words) - 1, 2)}
+
+    split = fields(tool.tile_lines("v53", path.read_text(), tool.ROLES_SPLIT_PV))
+    period = {r: sum(v for k, v in split.items() if k.startswith(r + ".")) for r in ("wg0", "wg1", "prod")}
+    assert abs(period["wg0"] / period["wg1"] - 1) < 0.05, period
+    assert period["prod"] < min(period["wg0"], period["wg1"]), period
+    assert split["wg1.issue"] > split["wg1.mma_wait"] > split["wg1.rest"]
+    plain = fields(tool.tile_lines("v53", path.read_text()))
+    assert plain["wg1.PV"] == split["wg1.rest"]  # the plain reading: warpgroup 1's "P.V" is only its hand-offs
+    assert tool.main(["--tiles-split-pv", f"v53={path}"]) == 0
+    assert " wg1.issue " in capsys.readouterr().out
