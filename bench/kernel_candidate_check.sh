@@ -15,6 +15,9 @@ if [ -z "${NAME:-}" ] || [ -z "${FLAGS:-}" ] || [ -z "${OUT:-}" ]; then
 fi
 BASE=${BASE:-v53}; ROUNDS=${ROUNDS:-3}
 A=/tmp/abn; rm -rf $A; mkdir -p $A; export PYTHONPATH=$PWD
+# shellcheck source=bench/kernel_checks.sh
+. bench/kernel_checks.sh
+export CHECK_TIMEOUT=150
 # shellcheck disable=SC2086
 {
   timeout 150 python3 bench/build_kernel.py sm_90a /tmp/kabn_$BASE $A/build_$BASE.log > /dev/null &
@@ -25,13 +28,8 @@ A=/tmp/abn; rm -rf $A; mkdir -p $A; export PYTHONPATH=$PWD
 OUT=$A ROUNDS=$ROUNDS TESTS=1 COMPARE=1 PREBUILT=1 timeout 330 bash bench/kernel_abn.sh "$BASE=" "$NAME=${FLAGS// /,}" > $A/abn.log 2>&1
 tail -45 $A/abn.log
 SO=/tmp/kabn_$NAME/dsparkctl_sparse_mla_sm_90a.so; RC=/tmp/kabn_${NAME}rc/dsparkctl_sparse_mla_sm_90a.so
-{ echo "== memcheck ($NAME)"; DSPARKCTL_KERNEL_SO=$SO timeout 150 compute-sanitizer --tool memcheck --leak-check no python3 -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider -k "sanitizer_subset or clustered_ctas" 2>&1 | tail -6
-  echo "== racecheck ($NAME, rendezvous build)"; DSPARKCTL_KERNEL_SO=$RC timeout 150 compute-sanitizer --tool racecheck python3 -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider -k "sanitizer_subset and T2" 2>&1 | tail -6
-  DSPARKCTL_KERNEL_SO=$RC timeout 120 compute-sanitizer --tool racecheck python3 bench/racecheck_ws_probe.py > $A/racecheck_ws.log 2>&1
-  echo "== racecheck, WS probe: $(grep -c '^ok' $A/racecheck_ws.log) launches ok | $(grep SUMMARY $A/racecheck_ws.log)"
-} > $A/sanitizer.log 2>&1
+kernel_sanitizers "$SO" "$RC" 6 > $A/sanitizer.log 2>&1
+kernel_ws_race_probe "$RC" $A/racecheck_ws.log >> $A/sanitizer.log
 cat $A/sanitizer.log
-DSPARKCTL_KERNEL_SO=$SO timeout 120 python3 -m dsparkctl smoke --kernel bundled --tp 4 --json > $A/smoke_$NAME.json 2> $A/smoke_$NAME.err
-echo "smoke ($NAME, --kernel bundled --tp 4): rc $? $(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); \
-print('verdict', d['verdict'], [f['detail'] for f in d['findings'] if f['severity'] == 'error'])" $A/smoke_$NAME.json 2>&1 | head -c 1500)"
+kernel_smoke "$SO" $A/smoke_$NAME.json
 rm -f $A/*.pt; (cd $A && tar czf "$OUT/r.tgz" .)

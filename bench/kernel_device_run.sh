@@ -30,6 +30,8 @@ for a in "$@"; do
 done
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
 PY=${PYTHON:-python3}
+# shellcheck source=bench/kernel_checks.sh
+. bench/kernel_checks.sh
 { nvidia-smi; $PY -c 'import torch; print(torch.__version__, torch.version.cuda, torch.cuda.get_device_name())'; nvcc --version | tail -1; } > "$OUT/env.txt" 2>&1
 XF=${KERNEL_NVCC_EXTRA:-}  # word-split below: one argument per flag
 echo "extra nvcc flags: ${KERNEL_NVCC_EXTRA:-none}" >> "$OUT/env.txt"
@@ -60,14 +62,10 @@ if [ -z "$SKIP_TESTS" ]; then
   # 11-bit nope P missing the tolerance where tests/test_kernel_gpu.py did not
   # (bench/results/smoke_h200_v51/).
   t0=$(date +%s)
-  $PY -m dsparkctl smoke --kernel bundled --tp 4 --json > "$OUT/smoke_tp4.json" 2> "$OUT/smoke_tp4.err"
-  echo "smoke (--kernel bundled --tp 4): rc $? $($PY -c "import json,sys; d=json.load(open(sys.argv[1])); \
-print('verdict', d['verdict'], [f['detail'] for f in d['findings'] if f['severity'] == 'error'])" "$OUT/smoke_tp4.json" 2>&1 | head -c 1500) \
-($(( $(date +%s) - t0 )) s)"
+  echo "$(kernel_smoke "$DSPARKCTL_KERNEL_SO" "$OUT/smoke_tp4.json") ($(( $(date +%s) - t0 )) s)"
   wait
   t0=$(date +%s)
-  [ -n "$NO_SAN" ] || { echo "== memcheck"; compute-sanitizer --tool memcheck --leak-check no $PY -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider -k "sanitizer_subset or clustered_ctas" 2>&1 | tail -15;
-    echo "== racecheck ($RC_SO)"; DSPARKCTL_KERNEL_SO=$RC_SO compute-sanitizer --tool racecheck $PY -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider -k "sanitizer_subset and T2" 2>&1 | tail -15; } > "$OUT/sanitizer.log" 2>&1
+  [ -n "$NO_SAN" ] || kernel_sanitizers "$DSPARKCTL_KERNEL_SO" "$RC_SO" 15 > "$OUT/sanitizer.log" 2>&1
   [ -n "$NO_SAN" ] && echo "sanitizer: skipped (--no-sanitizer)" > "$OUT/sanitizer.log"
   cat "$OUT/sanitizer.log"
   echo "sanitizer: $(( $(date +%s) - t0 )) s"
@@ -77,8 +75,7 @@ print('verdict', d['verdict'], [f['detail'] for f in d['findings'] if f['severit
     $PY bench/build_kernel.py "$ARCH" /tmp/kbuild_sm120regs "$OUT/build_sm120regs.log" -DDSPARKCTL_SMALL_MIN_BLOCKS=1 $XF > /dev/null \
       || { echo "BUILD FAILED (SM120 register budget)"; tail -30 "$OUT/build_sm120regs.log"; }
     if [ -z "$NO_SAN" ]; then
-      DSPARKCTL_KERNEL_SO=/tmp/kbuild_wsrc/dsparkctl_sparse_mla_$ARCH.so compute-sanitizer --tool racecheck $PY bench/racecheck_ws_probe.py > "$OUT/racecheck_ws.log" 2>&1
-      echo "== racecheck, warp-specialized kernel (racecheck build, bench/racecheck_ws_probe.py): $(grep -c '^ok' "$OUT/racecheck_ws.log") launches ok | $(grep SUMMARY "$OUT/racecheck_ws.log")"
+      kernel_ws_race_probe /tmp/kbuild_wsrc/dsparkctl_sparse_mla_$ARCH.so "$OUT/racecheck_ws.log"
     fi
     SO120=/tmp/kbuild_sm120regs/dsparkctl_sparse_mla_$ARCH.so
     { DSPARKCTL_KERNEL_SO=$SO120 $PY -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider 2>&1 | tail -4
