@@ -33,7 +33,8 @@ LAYOUTS = {
     3: ("small16", 16, 32),
     4: ("large16", 16, 64),
     5: ("large32", 32, 64),
-}  # config: name, heads/CTA, tile
+    6: ("large_ws", 64, 64),
+}  # config: name, heads/CTA, tile (large_ws: the warp-specialized kernel, 64 rows padded below 64 heads)
 SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 11, 12, 13, 16, 20, 24, 33, 36)
 
 
@@ -50,6 +51,14 @@ def sweep_shapes() -> list[dict]:
         for t in (1, 8)
     ]
     out += [{"kind": "decode", "H": 32, "topk": 128, "valid": 128, "extra": 512, "T": 8}]
+    # session 33: the <= 32-head chains (LARGE32 / SMALL16 plans), against large_ws's padded rows
+    out += [
+        {"kind": "decode", "H": h, "topk": 128, "valid": 128, "extra": e, "T": t}
+        for h in (16, 32)
+        for e in (512, 1024)
+        for t in (8, 32, 64)
+        if (h, e, t) != (32, 512, 8)
+    ]
     # v26's no-split condition away from the DSpark shapes: 128 CTAs of 32 heads, chains of 2
     out += [{"kind": "decode", "H": 64, "topk": 128, "valid": 128, "extra": 0, "T": 64}]
     return out
@@ -94,6 +103,8 @@ def main() -> int:
         rec = {**shape, "auto_us": round(auto, 2), "forced": []}
         for cfg, (name, heads, tile) in LAYOUTS.items():
             if (cfg == 3 and shape["H"] <= 16) or (cfg == 5 and shape["H"] <= 32):
+                continue
+            if cfg == 6 and shape["H"] > 32:  # the automatic "large" plan is this kernel there
                 continue
             if args.layout and name != args.layout:
                 continue

@@ -164,10 +164,31 @@ inline bool sparse_mla_warp_specialized(const SparseMlaPlanDevice& d, const Spar
   return d.warp_specialized && plan.config == kConfigLarge && plan.heads_per_cta == 64 && plan.tile_n == 64;
 }
 
+// Session 33 (candidate, off until measured): the warp-specialized kernel for the 17-32-head chains
+// too, its 64 rows padded past H. The automatic plan runs them as 32-head LARGE CTAs (v30's
+// transposed wgmma, no producer warpgroup), and the bench table of one H200 run
+// (bench/results/kernel_h200.md, v53) has the 32-head rows well behind the 64-head WS rows of the
+// same grid (T CTAs x the same split count, the same tiles per CTA): +1024 T = 64 54.9 vs 42.5 us,
+// +512 T = 64 34.9 vs 29.5, +1024 T = 32 34.2 vs 31.0; and ahead on short chains (+512 T = 8 14.7
+// vs 16.8, +1024 T = 8 18.9 vs 19.7). A padded WS CTA runs the 64-head CTA's tiles and MMAs (M is 64
+// rows either way) with half its Q loads and output rows, so those 64-head rows bound it.
+// DSPARKCTL_PLAN_WS_PADDED_CHAIN = N > 0 takes it where the WS grid's chains are >= N tiles; 0 (the
+// default) keeps the plan as it is. `bench/results/plan_sweep_s33/run1.sh` is the sweep that
+// decides N (forced large_ws at 16 and 32 heads).
+#ifndef DSPARKCTL_PLAN_WS_PADDED_CHAIN
+#define DSPARKCTL_PLAN_WS_PADDED_CHAIN 0
+#endif
+constexpr int kPlanWsPaddedChain = DSPARKCTL_PLAN_WS_PADDED_CHAIN;
+static_assert(kPlanWsPaddedChain >= 0, "a chain length, 0 for off");
+
+inline bool sparse_mla_finish_plan(const SparseMlaPlanDevice& d, int T, int head_blocks, int tiles_l, bool force_ws,
+                        SparseMlaPlan* plan);
+
 // The plan for one call: layout, heads per CTA, tile size, split count. false: bad arguments.
 inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int topk, int extra_topk, int config,
                                 int requested_splits, SparseMlaPlan* plan) {
   if (plan == nullptr || d.sms < 1 || T < 0 || H < 1 || H > 128 || topk < 1 || extra_topk < 0) return false;
+  const bool auto_layout = config == kConfigAuto;
   bool heads16 = config == kConfigSmall16 || config == kConfigLarge16;
   bool heads32 = config == kConfigLarge32;
   const bool force_ws = config == kConfigLargeWs;
@@ -256,6 +277,24 @@ inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int 
   const int head_blocks = (H + plan->heads_per_cta - 1) / plan->heads_per_cta;
   plan->num_splits = requested_splits > 0 ? (requested_splits < kMaxSplits ? requested_splits : kMaxSplits)
                                           : auto_splits(d, *plan, T, head_blocks, config == kConfigLarge ? tiles_l : tiles_s);
+  if (kPlanWsPaddedChain > 0 && auto_layout && requested_splits <= 0 && config == kConfigLarge &&
+      plan->heads_per_cta == 32 && H <= 32) {
+    SparseMlaPlan ws = *plan;
+    ws.heads_per_cta = 64;
+    if (sparse_mla_warp_specialized(d, ws)) {
+      ws.num_splits = auto_splits(d, ws, T, 1, tiles_l);
+      if ((tiles_l + ws.num_splits - 1) / ws.num_splits >= kPlanWsPaddedChain) {
+        *plan = ws;
+        return sparse_mla_finish_plan(d, T, 1, tiles_l, force_ws, plan);
+      }
+    }
+  }
+  return sparse_mla_finish_plan(d, T, head_blocks, tiles_l, force_ws, plan);
+}
+
+// The launch facts that follow from a plan's layout, heads and splits.
+inline bool sparse_mla_finish_plan(const SparseMlaPlanDevice& d, int T, int head_blocks, int tiles_l, bool force_ws,
+                        SparseMlaPlan* plan) {
   plan->one_cta_per_sm = sparse_mla_one_cta_per_sm(d, *plan, int64_t(T) * head_blocks * plan->num_splits);
   plan->cluster = sparse_mla_cluster_gather(d, *plan, T, head_blocks, tiles_l);
   plan->warp_specialized = force_ws ? d.warp_specialized : sparse_mla_warp_specialized(d, *plan);

@@ -27,16 +27,26 @@ H200_NO_WS = dict(H200, ws=0)  # a -DDSPARKCTL_NO_WS build
 SM120 = dict(sms=188, optin=101_376, occ=(1, 1, 0, 0, 0), wgmma=0, cluster=0, ws=0)  # RTX PRO 6000: SMALL only, 1 per SM
 
 
-@pytest.fixture(scope="module")
-def harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def _build_harness(tmp_path_factory: pytest.TempPathFactory, *defines: str) -> Path:
     cxx = shutil.which("c++") or shutil.which("g++")
     if cxx is None:
         pytest.skip("no C++ compiler")
     exe = tmp_path_factory.mktemp("plan") / "plan"
-    cmd = [cxx, "-std=c++17", "-O1", f"-I{build.kernels_dir()}", str(ROOT / "tests" / "kernel_plan_harness.cpp"), "-o", str(exe)]
+    cmd = [cxx, "-std=c++17", "-O1", *defines, f"-I{build.kernels_dir()}", str(ROOT / "tests" / "kernel_plan_harness.cpp"), "-o", str(exe)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     return exe
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _build_harness(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def harness_ws_padded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session-33 candidate rule on (chains of >= 4 tiles), as its device A/B builds it."""
+    return _build_harness(tmp_path_factory, "-DDSPARKCTL_PLAN_WS_PADDED_CHAIN=4")
 
 
 def launches(exe: Path, dev: dict, cases: list[tuple[int, int, int, int, int, int]]) -> list[tuple[int, ...] | None]:
@@ -285,3 +295,38 @@ def test_warp_specialized_splits_a_short_token_only_into_single_tiles(harness: P
     assert [r[3] for r in plans(harness, H200_NO_WS, cases)] == [3, 2, 3, 2, 2, 2]
     # an explicit split count is never overridden
     assert plans(harness, H200, [(50, 64, 192, 0, LARGE, 2)])[0][3] == 2
+
+
+# The 16- and 32-head decode rows of the bench (T, H, topk, extra).
+SMALL_HEAD_ROWS = [(t, h, 128, e) for h in (16, 32) for e in (512, 1024) for t in (1, 8, 32, 64)]
+
+
+def test_ws_padded_candidate_moves_only_long_32_head_chains(harness: Path, harness_ws_padded: Path) -> None:
+    """Session 33's candidate (-DDSPARKCTL_PLAN_WS_PADDED_CHAIN=N, off by default): where the
+    automatic plan runs 17-32 heads as 32-head LARGE CTAs, the warp-specialized kernel (64 rows,
+    padded) takes them when its own grid's chains are >= N tiles. Every other plan stays, on every
+    device; the default build's plans are the ones the other tests pin."""
+    shapes = [*H200_AUTO, *SMALL_HEAD_ROWS, (64, 24, 128, 1024), (64, 17, 2048, 0), (3, 32, 128, 1024)]
+    cases = [(t, h, k, e, AUTO, 0) for t, h, k, e in shapes]
+    for dev in (H200, H200_NO_WS, H200_NO_WGMMA, SM120):
+        before = launches(harness, dev, cases)
+        after = launches(harness_ws_padded, dev, cases)
+        moved = {}
+        for shape, b, a in zip(shapes, before, after, strict=True):
+            if a != b:
+                moved[shape] = (b, a)
+        if dev is not H200:
+            assert moved == {}, dev
+            continue
+        for (t, h, k, e), (b, a) in moved.items():
+            assert h <= 32 and b[:2] == (LARGE, 32) and b[6] == 0, (t, h, b)
+            assert a[:3] == (LARGE, 64, 64) and a[6] == 1, (t, h, a)
+            tiles = -(-k // 64) + -(-e // 64)
+            assert -(-tiles // a[3]) >= 4, (t, h, a)  # chains of >= 4 tiles
+        # the long 32-head chains move (T = 32 / 64 with 1024 extra, T = 64 with 512), the short
+        # ones and every 16- and 64-head row stay
+        assert {(t, h, e) for t, h, _, e in moved} == {(32, 32, 1024), (64, 32, 512), (64, 32, 1024), (64, 24, 1024), (64, 17, 0)}
+        assert moved[(64, 32, 128, 1024)][1][:4] == (LARGE, 64, 64, 2)
+    # forced layouts and split requests are never rewritten
+    forced = [(64, 32, 128, 1024, LARGE32, 0), (64, 32, 128, 1024, AUTO, 3), (64, 32, 128, 1024, LARGE, 0)]
+    assert launches(harness, H200, forced) == launches(harness_ws_padded, H200, forced)
