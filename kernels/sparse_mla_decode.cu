@@ -145,6 +145,22 @@ constexpr int kTlSmemBytes = 0;
 static_assert(DSPARKCTL_NOPE_P_HILO == 0 || DSPARKCTL_NOPE_P_HILO == 1, "on or off");
 constexpr bool kNopePHiLo = DSPARKCTL_NOPE_P_HILO == 1;
 
+// Session 33 candidate (off until its device A/B: -DDSPARKCTL_LARGE16_SPLIT_K=1): S of the 16-head
+// 64-candidate tiles (LARGE16, mma.sync) split over the dims instead of the candidates. v53's S
+// gives each of the 8 warps 8 candidates x all 512 dims, so every warp reads all of Q from shared
+// memory each tile: 8 x 16 KB of Q + 64 KB of K = 192 KB a tile, ~1,500 cycles at 128 B a cycle,
+// which is what the v53 timeline has for the phase (DSpark T = 25: s_mma 4,691 cycles over 3
+// tiles). Here warp w takes dims [128 (w % 4), +128) of candidates [32 (w / 4), +32): its Q
+// fragments (32 registers) are loaded once per CTA, and each tile reads K once (64 KB) and
+// exchanges the fp32 partial sums (16 KB written, 16 KB read back, over Q's region, which S no
+// longer reads): 96 KB a tile. The sum of a score changes order (4 partials), so outputs move
+// within fp32 rounding of v53's.
+#ifndef DSPARKCTL_LARGE16_SPLIT_K
+#define DSPARKCTL_LARGE16_SPLIT_K 0
+#endif
+static_assert(DSPARKCTL_LARGE16_SPLIT_K == 0 || DSPARKCTL_LARGE16_SPLIT_K == 1, "on or off");
+constexpr bool kLarge16SplitK = DSPARKCTL_LARGE16_SPLIT_K == 1;
+
 template <int MT, int BN>
 struct Cfg {
   static constexpr int M = 16 * MT;  // heads per CTA (padded)
@@ -1058,6 +1074,9 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   // the live count (one wgmma sequence per count of k-steps); their S^T has the candidates as
   // its M, which wgmma cannot shorten, and masks the dead rows by the same select.
   constexpr bool kTailSkip = BN == 64 && !kWgmma && !CLUSTER;
+  // session 33 candidate: LARGE16's S split over the dims (kLarge16SplitK)
+  constexpr bool kSplitK = kLarge16SplitK && MT == 1 && BN == 64 && !kWgmma && !kWgmmaT;
+  static_assert(!kSplitK || (C::S_WARPS == kWarps && C::Q_BYTES >= 4 * 16 * BN * 4), "every warp in S; partials fit Q's region");
   static_assert(!kWgmma || (C::NWN == 2 && C::NTW == 4), "wgmma S: two warpgroups of 64 x 32");
   static_assert(!kSwizzled || (C::OFF_Q % 1024 == 0 && C::OFF_KV % 1024 == 0 && C::OFF_P % 1024 == 0 &&
                              C::OFF_PLO % 1024 == 0 && C::OFF_P16 % 1024 == 0 && C::OFF_P16LO % 1024 == 0),
@@ -1258,11 +1277,22 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       }
     }
   };
+  // kSplitK: this warp's Q fragments (dims 128 (warp % 4) + 16 k, rows 0-15), loaded from sQ once,
+  // at the first tile (the loop's first barrier orders Q's stores before it, the barrier before S
+  // orders every warp's loads before the first partial sums overwrite sQ)
+  [[maybe_unused]] uint32_t qf[kSplitK ? 8 : 1][4];
   for (int it = tile_begin; it < tile_end; ++it) {
     cp_async_wait_all();
     if constexpr (clustered) mbar_wait(sBar, uint32_t(it - tile_begin) & 1u);  // every row's bytes, from every peer
     __syncthreads();  // tile `it` landed; previous tile's PV is done with sKV / sP
     DSPARKCTL_TL_MARK(9);
+    if constexpr (kSplitK) {
+      if (it == tile_begin) {
+        const __nv_bfloat16* qa = sQ + (lane & 15) * kSRow + (lane >> 4) * 8 + (warp & 3) * 128;
+#pragma unroll
+        for (int kk = 0; kk < 8; ++kk) ldsm_x4(qf[kk], qa + kk * 16);
+      }
+    }
     // V exponent of this tile (its largest scale) and of the accumulators after it.
     const uint32_t maxb = tile_max_scale<BN>(sScale + (it & 1) * BN * 8, lane);
     const int e_tile = int(maxb) - 127;
@@ -1315,7 +1345,71 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     const int cn = nw * (C::NTW * 8);
     const Pow2Pair s_nope[2] = {Pow2Pair(q_shift[0] + e_tile), Pow2Pair(q_shift[1] + e_tile)};
     if (s_active) {
-      if constexpr (kWgmma) {
+      if constexpr (kSplitK) {
+        // warp (kq, nh): dims [128 kq, +128) of candidates [32 nh, +32), 4 n-tiles, 4 chains;
+        // quarter 3 holds the last 64 nope dims and the 64 rope dims
+        const int kq = warp & 3, nh = warp >> 2;
+        float* part = reinterpret_cast<float*>(smem + C::OFF_Q);  // [4][16][BN] fp32, columns swizzled
+        if (!kTailSkip || nh * 32 < live) {  // a half wholly past the length: its columns are masked
+          float sp[4][4];
+#pragma unroll
+          for (int n = 0; n < 4; ++n)
+#pragma unroll
+            for (int c = 0; c < 4; ++c) sp[n][c] = 0.f;
+          const int i8 = lane >> 3;
+          const __nv_bfloat16* kb = sKV + (nh * 32 + (i8 >> 1) * 8 + (lane & 7)) * kSRow + (i8 & 1) * 8 + kq * 128;
+          auto ksteps = [&](int k0, int k1, bool bf16) {
+#pragma unroll
+            for (int kk = k0; kk < k1; ++kk)
+#pragma unroll
+              for (int pr = 0; pr < 2; ++pr) {
+                uint32_t b[4];
+                ldsm_x4(b, kb + pr * 16 * kSRow + kk * 16);
+                if (bf16) {
+                  mma_bf16(sp[2 * pr], qf[kk], b[0], b[1]);
+                  mma_bf16(sp[2 * pr + 1], qf[kk], b[2], b[3]);
+                } else {
+                  mma_f16(sp[2 * pr], qf[kk], b[0], b[1]);
+                  mma_f16(sp[2 * pr + 1], qf[kk], b[2], b[3]);
+                }
+              }
+          };
+          ksteps(0, 4, false);              // nope in every quarter
+          if (kq < 3) ksteps(4, 8, false);  // (warp-uniform)
+#pragma unroll
+          for (int n = 0; n < 4; ++n)
+#pragma unroll
+            for (int c = 0; c < 4; ++c) sp[n][c] = s_nope[c >> 1](sp[n][c]);
+          if (kq == 3) ksteps(4, 8, true);  // rope: bf16
+          // float2 stores: a quarter-warp's 4 rows land in 4 different 8-bank groups (column XOR
+          // 8 (row % 4)), so a warp's 256 bytes take the minimum 2 wavefronts
+#pragma unroll
+          for (int n = 0; n < 4; ++n)
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+              const int row = (lane >> 2) + 8 * i, col = nh * 32 + n * 8 + (lane & 3) * 2;
+              *reinterpret_cast<float2*>(part + (kq * 16 + row) * BN + (col ^ ((row & 3) << 3))) =
+                  make_float2(sp[n][2 * i], sp[n][2 * i + 1]);
+            }
+        }
+        __syncthreads();  // every partial sum written (all 8 warps are S warps)
+        if (!kTailSkip || cn < live) {
+#pragma unroll
+          for (int i = 0; i < 2; ++i) {
+            const int row = (lane >> 2) + 8 * i, col = cn + (lane & 3) * 2;
+            const int off = row * BN + (col ^ ((row & 3) << 3));
+            float2 sum = *reinterpret_cast<const float2*>(part + off);
+#pragma unroll
+            for (int q = 1; q < 4; ++q) {
+              const float2 v = *reinterpret_cast<const float2*>(part + q * 16 * BN + off);
+              sum.x += v.x;
+              sum.y += v.y;
+            }
+            sacc[0][2 * i] = sum.x;
+            sacc[0][2 * i + 1] = sum.y;
+          }
+        }
+      } else if constexpr (kWgmma) {
         // sm_90a, 64 heads x 64 candidates: warpgroup nw computes S for its 32 candidates with
         // wgmma (Q and K read by descriptor from the same swizzled tiles; S's fragments are
         // laid out as the mma.sync path's, so everything after S is shared). The nope sum is
