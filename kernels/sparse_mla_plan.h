@@ -182,7 +182,7 @@ constexpr int kPlanWsPaddedChain = DSPARKCTL_PLAN_WS_PADDED_CHAIN;
 static_assert(kPlanWsPaddedChain >= 0, "a chain length, 0 for off");
 
 inline bool sparse_mla_finish_plan(const SparseMlaPlanDevice& d, int T, int head_blocks, int tiles_l, bool force_ws,
-                        SparseMlaPlan* plan);
+                                   SparseMlaPlan* plan);
 
 // The plan for one call: layout, heads per CTA, tile size, split count. false: bad arguments.
 inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int topk, int extra_topk, int config,
@@ -294,7 +294,7 @@ inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int 
 
 // The launch facts that follow from a plan's layout, heads and splits.
 inline bool sparse_mla_finish_plan(const SparseMlaPlanDevice& d, int T, int head_blocks, int tiles_l, bool force_ws,
-                        SparseMlaPlan* plan) {
+                                   SparseMlaPlan* plan) {
   plan->one_cta_per_sm = sparse_mla_one_cta_per_sm(d, *plan, int64_t(T) * head_blocks * plan->num_splits);
   plan->cluster = sparse_mla_cluster_gather(d, *plan, T, head_blocks, tiles_l);
   plan->warp_specialized = force_ws ? d.warp_specialized : sparse_mla_warp_specialized(d, *plan);
