@@ -155,11 +155,22 @@ constexpr bool kNopePHiLo = DSPARKCTL_NOPE_P_HILO == 1;
 // exchanges the fp32 partial sums (16 KB written, 16 KB read back, over Q's region, which S no
 // longer reads): 96 KB a tile. The sum of a score changes order (4 partials), so outputs move
 // within fp32 rounding of v53's.
+// -DDSPARKCTL_SMALL_SPLIT_K=1 (second candidate, off): the same for the 32-candidate tiles (SMALL16,
+// SMALL), SM120 / SM121's only layouts, where S reads 96 KB (SMALL16: 4 warps x 16 KB of Q + K; the
+// other 4 warps idle in S) and 192 KB (SMALL: 8 warps x 16 KB of Q + K twice) of shared memory a
+// 32-candidate tile. All 8 warps take a dims part of all 32 candidates (SMALL16 64 dims, SMALL 128
+// of one m-tile): 16 / 32 more registers, so only where SMALL is built for one CTA per SM (SM120's
+// budget: sm_120a / sm_121a, or -DDSPARKCTL_SMALL_MIN_BLOCKS=1 on Hopper, which measures it).
 #ifndef DSPARKCTL_LARGE16_SPLIT_K
 #define DSPARKCTL_LARGE16_SPLIT_K 0
 #endif
+#ifndef DSPARKCTL_SMALL_SPLIT_K
+#define DSPARKCTL_SMALL_SPLIT_K 0
+#endif
 static_assert(DSPARKCTL_LARGE16_SPLIT_K == 0 || DSPARKCTL_LARGE16_SPLIT_K == 1, "on or off");
+static_assert(DSPARKCTL_SMALL_SPLIT_K == 0 || DSPARKCTL_SMALL_SPLIT_K == 1, "on or off");
 constexpr bool kLarge16SplitK = DSPARKCTL_LARGE16_SPLIT_K == 1;
+constexpr bool kSmallSplitK = DSPARKCTL_SMALL_SPLIT_K == 1;
 
 template <int MT, int BN>
 struct Cfg {
@@ -1074,9 +1085,18 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   // the live count (one wgmma sequence per count of k-steps); their S^T has the candidates as
   // its M, which wgmma cannot shorten, and masks the dead rows by the same select.
   constexpr bool kTailSkip = BN == 64 && !kWgmma && !CLUSTER;
-  // session 33 candidate: LARGE16's S split over the dims (kLarge16SplitK)
-  constexpr bool kSplitK = kLarge16SplitK && MT == 1 && BN == 64 && !kWgmma && !kWgmmaT;
-  static_assert(!kSplitK || (C::S_WARPS == kWarps && C::Q_BYTES >= 4 * 16 * BN * 4), "every warp in S; partials fit Q's region");
+  // session 33 candidates: S split over the dims (kLarge16SplitK, kSmallSplitK). Warp w = mt + MT (kq +
+  // SK_KP np) takes m-tile mt, dims part kq (SK_KS k-steps) and candidates part np (SK_NT n-tiles):
+  // LARGE16 2 x 4 (np x kq), SMALL16 8 dims parts, SMALL 2 m-tiles x 4 dims parts.
+  constexpr bool kSplitK = !kWgmma && !kWgmmaT &&
+                           ((kLarge16SplitK && MT == 1 && BN == 64) ||
+                            (kSmallSplitK && BN == 32 && DSPARKCTL_SMALL_MIN_BLOCKS == 1 && !CLUSTER));
+  constexpr int SK_KP = (MT == 1 && BN == 64) ? 4 : 8 / MT;  // dims parts
+  constexpr int SK_NP = kWarps / (MT * SK_KP);               // candidate parts
+  constexpr int SK_KS = (kD / 16) / SK_KP;                   // k-steps a warp
+  constexpr int SK_NT = BN / 8 / SK_NP;                      // n-tiles a warp
+  static_assert(!kSplitK || (MT * SK_KP * SK_NP == kWarps && SK_NT % 2 == 0 && C::NTW == 1 && C::Q_BYTES >= SK_KP * C::M * BN * 4),
+                "every warp a part; partials fit Q's region");
   static_assert(!kWgmma || (C::NWN == 2 && C::NTW == 4), "wgmma S: two warpgroups of 64 x 32");
   static_assert(!kSwizzled || (C::OFF_Q % 1024 == 0 && C::OFF_KV % 1024 == 0 && C::OFF_P % 1024 == 0 &&
                              C::OFF_PLO % 1024 == 0 && C::OFF_P16 % 1024 == 0 && C::OFF_P16LO % 1024 == 0),
@@ -1277,10 +1297,10 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       }
     }
   };
-  // kSplitK: this warp's Q fragments (dims 128 (warp % 4) + 16 k, rows 0-15), loaded from sQ once,
-  // at the first tile (the loop's first barrier orders Q's stores before it, the barrier before S
-  // orders every warp's loads before the first partial sums overwrite sQ)
-  [[maybe_unused]] uint32_t qf[kSplitK ? 8 : 1][4];
+  // kSplitK: this warp's Q fragments (its m-tile's rows, its dims part), loaded from sQ once, at the
+  // first tile (the loop's first barrier orders Q's stores before it, the barrier before S orders
+  // every warp's loads before the first partial sums overwrite sQ)
+  [[maybe_unused]] uint32_t qf[kSplitK ? SK_KS : 1][4];
   for (int it = tile_begin; it < tile_end; ++it) {
     cp_async_wait_all();
     if constexpr (clustered) mbar_wait(sBar, uint32_t(it - tile_begin) & 1u);  // every row's bytes, from every peer
@@ -1288,9 +1308,10 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     DSPARKCTL_TL_MARK(9);
     if constexpr (kSplitK) {
       if (it == tile_begin) {
-        const __nv_bfloat16* qa = sQ + (lane & 15) * kSRow + (lane >> 4) * 8 + (warp & 3) * 128;
+        const int mt = warp % MT, kq = (warp / MT) % SK_KP;
+        const __nv_bfloat16* qa = sQ + (mt * 16 + (lane & 15)) * kSRow + (lane >> 4) * 8 + kq * SK_KS * 16;
 #pragma unroll
-        for (int kk = 0; kk < 8; ++kk) ldsm_x4(qf[kk], qa + kk * 16);
+        for (int kk = 0; kk < SK_KS; ++kk) ldsm_x4(qf[kk], qa + kk * 16);
       }
     }
     // V exponent of this tile (its largest scale) and of the accumulators after it.
@@ -1344,64 +1365,73 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     const int rm = mw * 16;
     const int cn = nw * (C::NTW * 8);
     const Pow2Pair s_nope[2] = {Pow2Pair(q_shift[0] + e_tile), Pow2Pair(q_shift[1] + e_tile)};
+    // kSplitK: every warp's partial sums of its part, [SK_KP][M][BN] fp32 over Q's region (columns
+    // XOR 8 (row % 4): a quarter-warp's 4 rows land in 4 different 8-bank groups, so a warp's 256
+    // bytes of float2 stores or loads take the minimum 2 wavefronts)
+    [[maybe_unused]] float* part = reinterpret_cast<float*>(smem + C::OFF_Q);
+    if constexpr (kSplitK) {
+      const int mt = warp % MT, kq = (warp / MT) % SK_KP, np = warp / (MT * SK_KP);
+      const int c0 = np * SK_NT * 8;  // this warp's first candidate
+      if (!kTailSkip || c0 < live) {  // a part wholly past the length: its columns are masked
+        float sp[SK_NT][4];
+#pragma unroll
+        for (int n = 0; n < SK_NT; ++n)
+#pragma unroll
+          for (int c = 0; c < 4; ++c) sp[n][c] = 0.f;
+        const int i8 = lane >> 3;
+        const __nv_bfloat16* kb = sKV + (c0 + (i8 >> 1) * 8 + (lane & 7)) * kSRow + (i8 & 1) * 8 + kq * SK_KS * 16;
+        const int g0 = kq * SK_KS;  // the first k-step; k-steps < kDN / 16 are nope (fp16), the rest rope (bf16)
+#pragma unroll
+        for (int kk = 0; kk < SK_KS; ++kk) {
+          if (g0 + kk < kDN / 16) {  // warp-uniform
+#pragma unroll
+            for (int pr = 0; pr < SK_NT / 2; ++pr) {
+              uint32_t b[4];
+              ldsm_x4(b, kb + pr * 16 * kSRow + kk * 16);
+              mma_f16(sp[2 * pr], qf[kk], b[0], b[1]);
+              mma_f16(sp[2 * pr + 1], qf[kk], b[2], b[3]);
+            }
+          }
+        }
+#pragma unroll
+        for (int n = 0; n < SK_NT; ++n)
+#pragma unroll
+          for (int c = 0; c < 4; ++c) sp[n][c] = s_nope[c >> 1](sp[n][c]);
+#pragma unroll
+        for (int kk = 0; kk < SK_KS; ++kk) {
+          if (g0 + kk >= kDN / 16) {
+#pragma unroll
+            for (int pr = 0; pr < SK_NT / 2; ++pr) {
+              uint32_t b[4];
+              ldsm_x4(b, kb + pr * 16 * kSRow + kk * 16);
+              mma_bf16(sp[2 * pr], qf[kk], b[0], b[1]);
+              mma_bf16(sp[2 * pr + 1], qf[kk], b[2], b[3]);
+            }
+          }
+        }
+#pragma unroll
+        for (int n = 0; n < SK_NT; ++n)
+#pragma unroll
+          for (int i = 0; i < 2; ++i) {
+            const int row = mt * 16 + (lane >> 2) + 8 * i, col = c0 + n * 8 + (lane & 3) * 2;
+            *reinterpret_cast<float2*>(part + (kq * C::M + row) * BN + (col ^ ((row & 3) << 3))) =
+                make_float2(sp[n][2 * i], sp[n][2 * i + 1]);
+          }
+      }
+      __syncthreads();  // every partial sum written
+    }
     if (s_active) {
       if constexpr (kSplitK) {
-        // warp (kq, nh): dims [128 kq, +128) of candidates [32 nh, +32), 4 n-tiles, 4 chains;
-        // quarter 3 holds the last 64 nope dims and the 64 rope dims
-        const int kq = warp & 3, nh = warp >> 2;
-        float* part = reinterpret_cast<float*>(smem + C::OFF_Q);  // [4][16][BN] fp32, columns swizzled
-        if (!kTailSkip || nh * 32 < live) {  // a half wholly past the length: its columns are masked
-          float sp[4][4];
-#pragma unroll
-          for (int n = 0; n < 4; ++n)
-#pragma unroll
-            for (int c = 0; c < 4; ++c) sp[n][c] = 0.f;
-          const int i8 = lane >> 3;
-          const __nv_bfloat16* kb = sKV + (nh * 32 + (i8 >> 1) * 8 + (lane & 7)) * kSRow + (i8 & 1) * 8 + kq * 128;
-          auto ksteps = [&](int k0, int k1, bool bf16) {
-#pragma unroll
-            for (int kk = k0; kk < k1; ++kk)
-#pragma unroll
-              for (int pr = 0; pr < 2; ++pr) {
-                uint32_t b[4];
-                ldsm_x4(b, kb + pr * 16 * kSRow + kk * 16);
-                if (bf16) {
-                  mma_bf16(sp[2 * pr], qf[kk], b[0], b[1]);
-                  mma_bf16(sp[2 * pr + 1], qf[kk], b[2], b[3]);
-                } else {
-                  mma_f16(sp[2 * pr], qf[kk], b[0], b[1]);
-                  mma_f16(sp[2 * pr + 1], qf[kk], b[2], b[3]);
-                }
-              }
-          };
-          ksteps(0, 4, false);              // nope in every quarter
-          if (kq < 3) ksteps(4, 8, false);  // (warp-uniform)
-#pragma unroll
-          for (int n = 0; n < 4; ++n)
-#pragma unroll
-            for (int c = 0; c < 4; ++c) sp[n][c] = s_nope[c >> 1](sp[n][c]);
-          if (kq == 3) ksteps(4, 8, true);  // rope: bf16
-          // float2 stores: a quarter-warp's 4 rows land in 4 different 8-bank groups (column XOR
-          // 8 (row % 4)), so a warp's 256 bytes take the minimum 2 wavefronts
-#pragma unroll
-          for (int n = 0; n < 4; ++n)
-#pragma unroll
-            for (int i = 0; i < 2; ++i) {
-              const int row = (lane >> 2) + 8 * i, col = nh * 32 + n * 8 + (lane & 3) * 2;
-              *reinterpret_cast<float2*>(part + (kq * 16 + row) * BN + (col ^ ((row & 3) << 3))) =
-                  make_float2(sp[n][2 * i], sp[n][2 * i + 1]);
-            }
-        }
-        __syncthreads();  // every partial sum written (all 8 warps are S warps)
+        // the S warps sum their slice's SK_KP partials, in part order, into the usual fragments
         if (!kTailSkip || cn < live) {
 #pragma unroll
           for (int i = 0; i < 2; ++i) {
-            const int row = (lane >> 2) + 8 * i, col = cn + (lane & 3) * 2;
+            const int row = rm + (lane >> 2) + 8 * i, col = cn + (lane & 3) * 2;
             const int off = row * BN + (col ^ ((row & 3) << 3));
             float2 sum = *reinterpret_cast<const float2*>(part + off);
 #pragma unroll
-            for (int q = 1; q < 4; ++q) {
-              const float2 v = *reinterpret_cast<const float2*>(part + q * 16 * BN + off);
+            for (int q = 1; q < SK_KP; ++q) {
+              const float2 v = *reinterpret_cast<const float2*>(part + q * C::M * BN + off);
               sum.x += v.x;
               sum.y += v.y;
             }
