@@ -155,8 +155,8 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     marks, one with session 29's probe 3 (-DDSPARKCTL_TL_COMBINE_PROBE=3), and v51's single-pass
     nope P.V (-DDSPARKCTL_NOPE_P_HILO=0 for sm_90a and sm_120a, and the WS kernel's
     -DDSPARKCTL_WS_NOPE_P_HILO=0), and session 32's timeline build with and without warpgroup 1's
-    split P.V marks (-DDSPARKCTL_TL_SPLIT_PV), and session 33's LARGE16 split-K S candidate
-    (-DDSPARKCTL_LARGE16_SPLIT_K=1 for sm_90a and sm_120a), as
+    split P.V marks (-DDSPARKCTL_TL_SPLIT_PV), and session 33's split-K S candidates
+    (-DDSPARKCTL_LARGE16_SPLIT_K=1 and -DDSPARKCTL_SMALL_SPLIT_K=1, each for sm_90a and sm_120a), as
     {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
     if build.find_nvcc() is None:
         pytest.skip("nvcc not installed: cannot compile-check CUDA")
@@ -181,6 +181,8 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_90a_tl_split_pv": ["-arch=sm_90a", "-DDSPARKCTL_TIMELINE", "-DDSPARKCTL_TL_SPLIT_PV"],
         "sm_90a_large16_split_k": ["-arch=sm_90a", "-DDSPARKCTL_LARGE16_SPLIT_K=1"],
         "sm_120a_large16_split_k": ["-arch=sm_120a", "-DDSPARKCTL_LARGE16_SPLIT_K=1"],
+        "sm_120a_small_split_k": ["-arch=sm_120a", "-DDSPARKCTL_SMALL_SPLIT_K=1"],
+        "sm_90a_small_split_k": ["-arch=sm_90a", "-DDSPARKCTL_SMALL_SPLIT_K=1"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -499,24 +501,44 @@ def test_split_pv_timeline_marks_only_add_warpgroup_1s_two_clock_reads(kernel_pt
             assert plain[name] == split[name], name
 
 
+def _split_k_moves(base: dict[str, str], cand: dict[str, str]) -> set[str]:
+    """The kernels a split-K S build changes, each checked: the same MMA kinds, one more barrier
+    (the partial sums' exchange), and the partials' fp32 pair stores and loads."""
+    assert base.keys() == cand.keys()
+    moved = {n for n in base if base[n] != cand[n]}
+    for name in moved:
+        b, c = base[name], cand[name]
+        for op in ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"):
+            assert (b.count(op) > 0) == (c.count(op) > 0), (name, op)
+        assert c.count("bar.sync") == b.count("bar.sync") + 1, name
+        assert c.count("st.shared.v2.f32") > b.count("st.shared.v2.f32"), name
+        assert c.count("ld.shared.v2.f32") >= b.count("ld.shared.v2.f32") + 8, name
+    return moved
+
+
 def test_large16_split_k_candidate_changes_only_the_16_head_64_candidate_kernels(
     kernel_ptx: dict[str, dict[str, str]],
 ) -> None:
     """Session 33's candidate (-DDSPARKCTL_LARGE16_SPLIT_K=1, off by default): S of the 16-head
     64-candidate tiles split over the dims. Only those kernels change (both copy widths, and the
-    cluster instantiation), on both targets. Each keeps its MMA kinds and gains one barrier (the
-    partial sums' exchange) and the partials' fp32 pair stores and loads; Q's fragments are loaded
-    by 8 ldmatrix.x4 at the first tile instead of every k-step of every tile."""
+    cluster instantiation), on both targets; Q's fragments are loaded by 8 ldmatrix.x4 at the first
+    tile instead of every k-step of every tile."""
     for base_key, cand_key in (("sm_90a", "sm_90a_large16_split_k"), ("sm_120a", "sm_120a_large16_split_k")):
         base, cand = kernel_ptx[base_key], kernel_ptx[cand_key]
-        assert base.keys() == cand.keys()
-        moved = {n for n in base if base[n] != cand[n]}
+        moved = _split_k_moves(base, cand)
         assert moved == {n for n in base if "decode_kernelILi1ELi64ELi" in n}, (base_key, sorted(moved))
         assert len(moved) == 3, (base_key, sorted(moved))  # 16- and 8-byte copies, and the cluster kernel
-        for name in moved:
-            b, c = base[name], cand[name]
-            for op in ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"):
-                assert (b.count(op) > 0) == (c.count(op) > 0), (base_key, name, op)
-            assert c.count("bar.sync") == b.count("bar.sync") + 1, (base_key, name)
-            assert c.count("st.shared.v2.f32") > b.count("st.shared.v2.f32"), (base_key, name)
-            assert c.count("ld.shared.v2.f32") >= b.count("ld.shared.v2.f32") + 8, (base_key, name)
+
+
+def test_small_split_k_candidate_changes_only_the_32_candidate_kernels_under_sm120s_budget(
+    kernel_ptx: dict[str, dict[str, str]],
+) -> None:
+    """Session 33's second candidate (-DDSPARKCTL_SMALL_SPLIT_K=1, off by default): the same split
+    for the 32-candidate tiles (SMALL16, SMALL), which need up to 32 more registers. On sm_120a
+    (one SMALL CTA per SM, no register cap) the four 32-candidate kernels change and nothing else;
+    on sm_90a, built for two SMALL CTAs per SM (128 registers), the flag changes nothing."""
+    base, cand = kernel_ptx["sm_120a"], kernel_ptx["sm_120a_small_split_k"]
+    moved = _split_k_moves(base, cand)
+    assert moved == {n for n in base if re.search(r"decode_kernelILi[12]ELi32ELi", n)}, sorted(moved)
+    assert len(moved) == 4, sorted(moved)  # 16 and 32 heads, 16- and 8-byte copies
+    assert kernel_ptx["sm_90a_small_split_k"] == kernel_ptx["sm_90a"]
