@@ -1381,34 +1381,31 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         const int i8 = lane >> 3;
         const __nv_bfloat16* kb = sKV + (c0 + (i8 >> 1) * 8 + (lane & 7)) * kSRow + (i8 & 1) * 8 + kq * SK_KS * 16;
         const int g0 = kq * SK_KS;  // the first k-step; k-steps < kDN / 16 are nope (fp16), the rest rope (bf16)
+        // this warp's nope k-steps (rope = false) or rope k-steps (true); the test is warp-uniform
+        auto ksteps = [&](bool rope) {
 #pragma unroll
-        for (int kk = 0; kk < SK_KS; ++kk) {
-          if (g0 + kk < kDN / 16) {  // warp-uniform
+          for (int kk = 0; kk < SK_KS; ++kk) {
+            if ((g0 + kk >= kDN / 16) != rope) continue;
 #pragma unroll
             for (int pr = 0; pr < SK_NT / 2; ++pr) {
               uint32_t b[4];
               ldsm_x4(b, kb + pr * 16 * kSRow + kk * 16);
-              mma_f16(sp[2 * pr], qf[kk], b[0], b[1]);
-              mma_f16(sp[2 * pr + 1], qf[kk], b[2], b[3]);
+              if (rope) {
+                mma_bf16(sp[2 * pr], qf[kk], b[0], b[1]);
+                mma_bf16(sp[2 * pr + 1], qf[kk], b[2], b[3]);
+              } else {
+                mma_f16(sp[2 * pr], qf[kk], b[0], b[1]);
+                mma_f16(sp[2 * pr + 1], qf[kk], b[2], b[3]);
+              }
             }
           }
-        }
+        };
+        ksteps(false);  // the nope sum is scaled before the rope k-steps add to it, as in v53's S
 #pragma unroll
         for (int n = 0; n < SK_NT; ++n)
 #pragma unroll
           for (int c = 0; c < 4; ++c) sp[n][c] = s_nope[c >> 1](sp[n][c]);
-#pragma unroll
-        for (int kk = 0; kk < SK_KS; ++kk) {
-          if (g0 + kk >= kDN / 16) {
-#pragma unroll
-            for (int pr = 0; pr < SK_NT / 2; ++pr) {
-              uint32_t b[4];
-              ldsm_x4(b, kb + pr * 16 * kSRow + kk * 16);
-              mma_bf16(sp[2 * pr], qf[kk], b[0], b[1]);
-              mma_bf16(sp[2 * pr + 1], qf[kk], b[2], b[3]);
-            }
-          }
-        }
+        ksteps(true);
 #pragma unroll
         for (int n = 0; n < SK_NT; ++n)
 #pragma unroll
