@@ -1301,6 +1301,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   // first tile (the loop's first barrier orders Q's stores before it, the barrier before S orders
   // every warp's loads before the first partial sums overwrite sQ)
   [[maybe_unused]] uint32_t qf[kSplitK ? SK_KS : 1][4];
+  [[maybe_unused]] const int sk_mt = warp % MT, sk_kq = (warp / MT) % SK_KP, sk_np = warp / (MT * SK_KP);
   for (int it = tile_begin; it < tile_end; ++it) {
     cp_async_wait_all();
     if constexpr (clustered) mbar_wait(sBar, uint32_t(it - tile_begin) & 1u);  // every row's bytes, from every peer
@@ -1308,8 +1309,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     DSPARKCTL_TL_MARK(9);
     if constexpr (kSplitK) {
       if (it == tile_begin) {
-        const int mt = warp % MT, kq = (warp / MT) % SK_KP;
-        const __nv_bfloat16* qa = sQ + (mt * 16 + (lane & 15)) * kSRow + (lane >> 4) * 8 + kq * SK_KS * 16;
+        const __nv_bfloat16* qa = sQ + (sk_mt * 16 + (lane & 15)) * kSRow + (lane >> 4) * 8 + sk_kq * SK_KS * 16;
 #pragma unroll
         for (int kk = 0; kk < SK_KS; ++kk) ldsm_x4(qf[kk], qa + kk * 16);
       }
@@ -1370,8 +1370,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     // bytes of float2 stores or loads take the minimum 2 wavefronts)
     [[maybe_unused]] float* part = reinterpret_cast<float*>(smem + C::OFF_Q);
     if constexpr (kSplitK) {
-      const int mt = warp % MT, kq = (warp / MT) % SK_KP, np = warp / (MT * SK_KP);
-      const int c0 = np * SK_NT * 8;  // this warp's first candidate
+      const int c0 = sk_np * SK_NT * 8;  // this warp's first candidate
       if (!kTailSkip || c0 < live) {  // a part wholly past the length: its columns are masked
         float sp[SK_NT][4];
 #pragma unroll
@@ -1379,8 +1378,8 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
 #pragma unroll
           for (int c = 0; c < 4; ++c) sp[n][c] = 0.f;
         const int i8 = lane >> 3;
-        const __nv_bfloat16* kb = sKV + (c0 + (i8 >> 1) * 8 + (lane & 7)) * kSRow + (i8 & 1) * 8 + kq * SK_KS * 16;
-        const int g0 = kq * SK_KS;  // the first k-step; k-steps < kDN / 16 are nope (fp16), the rest rope (bf16)
+        const __nv_bfloat16* kb = sKV + (c0 + (i8 >> 1) * 8 + (lane & 7)) * kSRow + (i8 & 1) * 8 + sk_kq * SK_KS * 16;
+        const int g0 = sk_kq * SK_KS;  // the first k-step; k-steps < kDN / 16 are nope (fp16), the rest rope (bf16)
         // this warp's nope k-steps (rope = false) or rope k-steps (true); the test is warp-uniform
         auto ksteps = [&](bool rope) {
 #pragma unroll
@@ -1410,8 +1409,8 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         for (int n = 0; n < SK_NT; ++n)
 #pragma unroll
           for (int i = 0; i < 2; ++i) {
-            const int row = mt * 16 + (lane >> 2) + 8 * i, col = c0 + n * 8 + (lane & 3) * 2;
-            *reinterpret_cast<float2*>(part + (kq * C::M + row) * BN + (col ^ ((row & 3) << 3))) =
+            const int row = sk_mt * 16 + (lane >> 2) + 8 * i, col = c0 + n * 8 + (lane & 3) * 2;
+            *reinterpret_cast<float2*>(part + (sk_kq * C::M + row) * BN + (col ^ ((row & 3) << 3))) =
                 make_float2(sp[n][2 * i], sp[n][2 * i + 1]);
           }
       }

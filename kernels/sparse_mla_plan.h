@@ -181,9 +181,6 @@ inline bool sparse_mla_warp_specialized(const SparseMlaPlanDevice& d, const Spar
 constexpr int kPlanWsPaddedChain = DSPARKCTL_PLAN_WS_PADDED_CHAIN;
 static_assert(kPlanWsPaddedChain >= 0, "a chain length, 0 for off");
 
-inline bool sparse_mla_finish_plan(const SparseMlaPlanDevice& d, int T, int head_blocks, int tiles_l, bool force_ws,
-                                   SparseMlaPlan* plan);
-
 // The plan for one call: layout, heads per CTA, tile size, split count. false: bad arguments.
 inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int topk, int extra_topk, int config,
                                 int requested_splits, SparseMlaPlan* plan) {
@@ -274,7 +271,7 @@ inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int 
   plan->config = config;
   plan->heads_per_cta = heads16 ? 16 : (heads32 ? 32 : (force_ws ? 64 : sparse_mla_heads_per_cta(config, H)));
   plan->tile_n = config == kConfigLarge ? 64 : 32;
-  const int head_blocks = (H + plan->heads_per_cta - 1) / plan->heads_per_cta;
+  int head_blocks = (H + plan->heads_per_cta - 1) / plan->heads_per_cta;
   plan->num_splits = requested_splits > 0 ? (requested_splits < kMaxSplits ? requested_splits : kMaxSplits)
                                           : auto_splits(d, *plan, T, head_blocks, config == kConfigLarge ? tiles_l : tiles_s);
   if (kPlanWsPaddedChain > 0 && auto_layout && requested_splits <= 0 && config == kConfigLarge &&
@@ -285,16 +282,10 @@ inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int 
       ws.num_splits = auto_splits(d, ws, T, 1, tiles_l);
       if ((tiles_l + ws.num_splits - 1) / ws.num_splits >= kPlanWsPaddedChain) {
         *plan = ws;
-        return sparse_mla_finish_plan(d, T, 1, tiles_l, force_ws, plan);
+        head_blocks = 1;
       }
     }
   }
-  return sparse_mla_finish_plan(d, T, head_blocks, tiles_l, force_ws, plan);
-}
-
-// The launch facts that follow from a plan's layout, heads and splits.
-inline bool sparse_mla_finish_plan(const SparseMlaPlanDevice& d, int T, int head_blocks, int tiles_l, bool force_ws,
-                                   SparseMlaPlan* plan) {
   plan->one_cta_per_sm = sparse_mla_one_cta_per_sm(d, *plan, int64_t(T) * head_blocks * plan->num_splits);
   plan->cluster = sparse_mla_cluster_gather(d, *plan, T, head_blocks, tiles_l);
   plan->warp_specialized = force_ws ? d.warp_specialized : sparse_mla_warp_specialized(d, *plan);
