@@ -145,32 +145,35 @@ constexpr int kTlSmemBytes = 0;
 static_assert(DSPARKCTL_NOPE_P_HILO == 0 || DSPARKCTL_NOPE_P_HILO == 1, "on or off");
 constexpr bool kNopePHiLo = DSPARKCTL_NOPE_P_HILO == 1;
 
-// Session 33 candidate (off until its device A/B: -DDSPARKCTL_LARGE16_SPLIT_K=1): S of the 16-head
-// 64-candidate tiles (LARGE16, mma.sync) split over the dims instead of the candidates. v53's S
-// gives each of the 8 warps 8 candidates x all 512 dims, so every warp reads all of Q from shared
-// memory each tile: 8 x 16 KB of Q + 64 KB of K = 192 KB a tile, ~1,500 cycles at 128 B a cycle,
-// which is what the v53 timeline has for the phase (DSpark T = 25: s_mma 4,691 cycles over 3
-// tiles). Here warp w takes dims [128 (w % 4), +128) of candidates [32 (w / 4), +32): its Q
-// fragments (32 registers) are loaded once per CTA, and each tile reads K once (64 KB) and
-// exchanges the fp32 partial sums (16 KB written, 16 KB read back, over Q's region, which S no
-// longer reads): 96 KB a tile. The sum of a score changes order (4 partials), so outputs move
-// within fp32 rounding of v53's.
-// -DDSPARKCTL_SMALL_SPLIT_K=1 (second candidate, off): the same for the 32-candidate tiles (SMALL16,
-// SMALL), SM120 / SM121's only layouts, where S reads 96 KB (SMALL16: 4 warps x 16 KB of Q + K; the
-// other 4 warps idle in S) and 192 KB (SMALL: 8 warps x 16 KB of Q + K twice) of shared memory a
-// 32-candidate tile. All 8 warps take a dims part of all 32 candidates (SMALL16 64 dims, SMALL 128
-// of one m-tile): 16 / 32 more registers, so only where SMALL is built for one CTA per SM (SM120's
-// budget: sm_120a / sm_121a, or -DDSPARKCTL_SMALL_MIN_BLOCKS=1 on Hopper, which measures it).
+// v60 (session 34; -DDSPARKCTL_LARGE16_SPLIT_K=0 restores v53): S of the 16-head 64-candidate tiles
+// (LARGE16, mma.sync) split over the dims instead of the candidates. v53's S gave each of the 8
+// warps 8 candidates x all 512 dims, so every warp read all of Q from shared memory each tile:
+// 8 x 16 KB of Q + 64 KB of K = 192 KB a tile, ~1,500 cycles at 128 B a cycle (the v53 timeline:
+// DSpark T = 25 s_mma 4,691 cycles over 3 tiles). Here warp w takes dims [128 (w % 4), +128) of
+// candidates [32 (w / 4), +32): its Q fragments (32 registers) are loaded once per CTA, and each
+// tile reads K once (64 KB) and exchanges the fp32 partial sums (16 KB written, 16 KB read back,
+// over Q's region, which S no longer reads): 96 KB a tile. The sum of a score changes order (4
+// partials), so outputs move within fp32 rounding of v53's. H200 A/B, same call, 3 alternating
+// rounds (bench/results/kernel_h200_v60_large16_split_k/): DSpark T = 25 15.24 -> 14.95 us, every
+// other row within +-0.35 us (the timeline's prediction, ~0.9 us at T = 25, was not reached).
+// -DDSPARKCTL_SMALL_SPLIT_K (v60, default 1 = on): the same for SMALL's 32-head x 32-candidate
+// tiles, where each of the 8 warps read 16 KB of Q and K twice, 192 KB a tile. All 8 warps take
+// one m-tile and a 128-dim part of all 32 candidates: 32 more registers, so only where SMALL is
+// built for one CTA per SM (SM120's budget: sm_120a / sm_121a, or -DDSPARKCTL_SMALL_MIN_BLOCKS=1 on
+// Hopper, which measures it). H200 A/B of two SM120-register builds, SMALL forced: DSpark T = 25
+// -0.7 us, T = 50 -1.5, +512 T = 5 / 10 / 25 / 50 -0.5 / -1.1 / -2.4 / -5.3, 128 heads T = 1
+// -0.2 / -0.4; T = 5 +0.3 (SMALL16 takes T = 5 on SM120). SMALL16's version (8 warps x 64 dims, =2)
+// lost on long chains (DSpark +512 T = 50 +35 us, 16 heads +1024 T = 64 +11) and is off.
 #ifndef DSPARKCTL_LARGE16_SPLIT_K
-#define DSPARKCTL_LARGE16_SPLIT_K 0
+#define DSPARKCTL_LARGE16_SPLIT_K 1
 #endif
 #ifndef DSPARKCTL_SMALL_SPLIT_K
-#define DSPARKCTL_SMALL_SPLIT_K 0
+#define DSPARKCTL_SMALL_SPLIT_K 1
 #endif
 static_assert(DSPARKCTL_LARGE16_SPLIT_K == 0 || DSPARKCTL_LARGE16_SPLIT_K == 1, "on or off");
-static_assert(DSPARKCTL_SMALL_SPLIT_K == 0 || DSPARKCTL_SMALL_SPLIT_K == 1, "on or off");
+static_assert(DSPARKCTL_SMALL_SPLIT_K >= 0 && DSPARKCTL_SMALL_SPLIT_K <= 2, "0 off, 1 SMALL, 2 SMALL and SMALL16");
 constexpr bool kLarge16SplitK = DSPARKCTL_LARGE16_SPLIT_K == 1;
-constexpr bool kSmallSplitK = DSPARKCTL_SMALL_SPLIT_K == 1;
+constexpr int kSmallSplitK = DSPARKCTL_SMALL_SPLIT_K;
 
 template <int MT, int BN>
 struct Cfg {
@@ -1085,12 +1088,12 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   // the live count (one wgmma sequence per count of k-steps); their S^T has the candidates as
   // its M, which wgmma cannot shorten, and masks the dead rows by the same select.
   constexpr bool kTailSkip = BN == 64 && !kWgmma && !CLUSTER;
-  // session 33 candidates: S split over the dims (kLarge16SplitK, kSmallSplitK). Warp w = mt + MT (kq +
+  // v60: S split over the dims (kLarge16SplitK, kSmallSplitK). Warp w = mt + MT (kq +
   // SK_KP np) takes m-tile mt, dims part kq (SK_KS k-steps) and candidates part np (SK_NT n-tiles):
   // LARGE16 2 x 4 (np x kq), SMALL16 8 dims parts, SMALL 2 m-tiles x 4 dims parts.
   constexpr bool kSplitK = !kWgmma && !kWgmmaT &&
                            ((kLarge16SplitK && MT == 1 && BN == 64) ||
-                            (kSmallSplitK && BN == 32 && DSPARKCTL_SMALL_MIN_BLOCKS == 1 && !CLUSTER));
+                            (kSmallSplitK >= (MT == 2 ? 1 : 2) && BN == 32 && DSPARKCTL_SMALL_MIN_BLOCKS == 1 && !CLUSTER));
   constexpr int SK_KP = (MT == 1 && BN == 64) ? 4 : 8 / MT;  // dims parts
   constexpr int SK_NP = kWarps / (MT * SK_KP);               // candidate parts
   constexpr int SK_KS = (kD / 16) / SK_KP;                   // k-steps a warp

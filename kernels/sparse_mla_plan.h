@@ -164,22 +164,38 @@ inline bool sparse_mla_warp_specialized(const SparseMlaPlanDevice& d, const Spar
   return d.warp_specialized && plan.config == kConfigLarge && plan.heads_per_cta == 64 && plan.tile_n == 64;
 }
 
-// Session 33 (candidate, off until measured): the warp-specialized kernel for the 17-32-head chains
-// too, its 64 rows padded past H. The automatic plan runs them as 32-head LARGE CTAs (v30's
-// transposed wgmma, no producer warpgroup), and the bench table of one H200 run
-// (bench/results/kernel_h200.md, v53) has the 32-head rows well behind the 64-head WS rows of the
-// same grid (T CTAs x the same split count, the same tiles per CTA): +1024 T = 64 54.9 vs 42.5 us,
-// +512 T = 64 34.9 vs 29.5, +1024 T = 32 34.2 vs 31.0; and ahead on short chains (+512 T = 8 14.7
-// vs 16.8, +1024 T = 8 18.9 vs 19.7). A padded WS CTA runs the 64-head CTA's tiles and MMAs (M is 64
-// rows either way) with half its Q loads and output rows, so those 64-head rows bound it.
-// DSPARKCTL_PLAN_WS_PADDED_CHAIN = N > 0 takes it where the WS grid's chains are >= N tiles; 0 (the
-// default) keeps the plan as it is. `bench/results/plan_sweep_s33/run1.sh` is the sweep that
-// decides N (forced large_ws at 16 and 32 heads).
+// Session 34: the warp-specialized kernel for the chains of 32-head LARGE plans and of <= 16-head
+// plans too, its 64 rows padded past H. The automatic plan runs 17-32 heads as 32-head LARGE CTAs
+// (v30's transposed wgmma, no producer warpgroup) and <= 16 heads as 16-head SMALL CTAs; a padded WS
+// CTA runs a 64-head CTA's tiles and MMAs (M is 64 rows either way) with fewer Q loads and output
+// rows. The session 34 H200 plan sweep with the WS layout forced
+// (bench/results/plan_sweep_s33/) and the same-call A/B of the rule:
+// - 32 heads: WS ahead from chains of 2 tiles on (+1024 T = 8 at 13 splits 17.3 vs 18.9 us, +512
+//   T = 32 at 4 splits (chains of 3) 21.9 vs 24.5, +1024 T = 32 28.7 vs 34.0, +1024 T = 64 40.6 vs
+//   53.6, +512 T = 64 27.6 vs 34.7), behind on chains of 1 (+512 T = 8: 15.4 vs 14.7).
+// - 16 heads (4x padded): ahead only on long chains (+512 T = 64, chains of 5: 26.0 vs 28.6; +1024
+//   T = 64, chains of 9: 38.8 vs 44.6; +1024 T = 32, chains of 5: 27.5 vs 27.7), behind on chains
+//   of 3 (+512 T = 32: 20.7 vs 19.8).
+// So where the WS grid (its automatic split count, one head block) is one wave, its chain must reach
+// DSPARKCTL_PLAN_WS_PADDED_CHAIN (17-32 heads, default 2) or DSPARKCTL_PLAN_WS_PADDED_CHAIN16
+// (<= 16 heads, default 5); 0 turns a rule off.
 #ifndef DSPARKCTL_PLAN_WS_PADDED_CHAIN
-#define DSPARKCTL_PLAN_WS_PADDED_CHAIN 0
+#define DSPARKCTL_PLAN_WS_PADDED_CHAIN 2
+#endif
+#ifndef DSPARKCTL_PLAN_WS_PADDED_CHAIN16
+#define DSPARKCTL_PLAN_WS_PADDED_CHAIN16 5
 #endif
 constexpr int kPlanWsPaddedChain = DSPARKCTL_PLAN_WS_PADDED_CHAIN;
-static_assert(kPlanWsPaddedChain >= 0, "a chain length, 0 for off");
+constexpr int kPlanWsPaddedChain16 = DSPARKCTL_PLAN_WS_PADDED_CHAIN16;
+static_assert(kPlanWsPaddedChain >= 0 && kPlanWsPaddedChain16 >= 0, "a chain length, 0 for off");
+
+// The shortest WS chain at which the automatic plan `plan` (for H heads) moves to padded WS CTAs,
+// 0 where it never does.
+inline int sparse_mla_ws_padded_min_chain(const SparseMlaPlan& plan, int H) {
+  if (plan.config == kConfigLarge && plan.heads_per_cta == 32 && H <= 32) return kPlanWsPaddedChain;
+  if (plan.config == kConfigSmall && H <= 16) return kPlanWsPaddedChain16;
+  return 0;
+}
 
 // The plan for one call: layout, heads per CTA, tile size, split count. false: bad arguments.
 inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int topk, int extra_topk, int config,
@@ -274,13 +290,16 @@ inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int 
   int head_blocks = (H + plan->heads_per_cta - 1) / plan->heads_per_cta;
   plan->num_splits = requested_splits > 0 ? (requested_splits < kMaxSplits ? requested_splits : kMaxSplits)
                                           : auto_splits(d, *plan, T, head_blocks, config == kConfigLarge ? tiles_l : tiles_s);
-  if (kPlanWsPaddedChain > 0 && auto_layout && requested_splits <= 0 && config == kConfigLarge &&
-      plan->heads_per_cta == 32 && H <= 32) {
+  const int ws_min_chain = auto_layout && requested_splits <= 0 ? sparse_mla_ws_padded_min_chain(*plan, H) : 0;
+  if (ws_min_chain > 0) {
     SparseMlaPlan ws = *plan;
+    ws.config = kConfigLarge;
     ws.heads_per_cta = 64;
+    ws.tile_n = 64;
     if (sparse_mla_warp_specialized(d, ws)) {
       ws.num_splits = auto_splits(d, ws, T, 1, tiles_l);
-      if ((tiles_l + ws.num_splits - 1) / ws.num_splits >= kPlanWsPaddedChain) {
+      // one wave of WS CTAs, as in every measured row (more waves: unmeasured, the plan stays)
+      if ((tiles_l + ws.num_splits - 1) / ws.num_splits >= ws_min_chain && int64_t(T) * ws.num_splits <= d.sms) {
         *plan = ws;
         head_blocks = 1;
       }

@@ -155,8 +155,9 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     marks, one with session 29's probe 3 (-DDSPARKCTL_TL_COMBINE_PROBE=3), and v51's single-pass
     nope P.V (-DDSPARKCTL_NOPE_P_HILO=0 for sm_90a and sm_120a, and the WS kernel's
     -DDSPARKCTL_WS_NOPE_P_HILO=0), and session 32's timeline build with and without warpgroup 1's
-    split P.V marks (-DDSPARKCTL_TL_SPLIT_PV), and session 33's split-K S candidates
-    (-DDSPARKCTL_LARGE16_SPLIT_K=1 and -DDSPARKCTL_SMALL_SPLIT_K=1, each for sm_90a and sm_120a), as
+    split P.V marks (-DDSPARKCTL_TL_SPLIT_PV), and v60's split-K S turned off (v53's S:
+    -DDSPARKCTL_LARGE16_SPLIT_K=0 and -DDSPARKCTL_SMALL_SPLIT_K=0, each for sm_90a and sm_120a) and
+    SMALL16's rejected version on (-DDSPARKCTL_SMALL_SPLIT_K=2, sm_120a), as
     {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
     if build.find_nvcc() is None:
         pytest.skip("nvcc not installed: cannot compile-check CUDA")
@@ -179,10 +180,11 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_90a_ws_nope_p1": ["-arch=sm_90a", "-DDSPARKCTL_WS_NOPE_P_HILO=0"],
         "sm_90a_tl": ["-arch=sm_90a", "-DDSPARKCTL_TIMELINE"],
         "sm_90a_tl_split_pv": ["-arch=sm_90a", "-DDSPARKCTL_TIMELINE", "-DDSPARKCTL_TL_SPLIT_PV"],
-        "sm_90a_large16_split_k": ["-arch=sm_90a", "-DDSPARKCTL_LARGE16_SPLIT_K=1"],
-        "sm_120a_large16_split_k": ["-arch=sm_120a", "-DDSPARKCTL_LARGE16_SPLIT_K=1"],
-        "sm_120a_small_split_k": ["-arch=sm_120a", "-DDSPARKCTL_SMALL_SPLIT_K=1"],
-        "sm_90a_small_split_k": ["-arch=sm_90a", "-DDSPARKCTL_SMALL_SPLIT_K=1"],
+        "sm_90a_no_large16_split_k": ["-arch=sm_90a", "-DDSPARKCTL_LARGE16_SPLIT_K=0"],
+        "sm_120a_no_large16_split_k": ["-arch=sm_120a", "-DDSPARKCTL_LARGE16_SPLIT_K=0"],
+        "sm_120a_no_small_split_k": ["-arch=sm_120a", "-DDSPARKCTL_SMALL_SPLIT_K=0"],
+        "sm_120a_small16_split_k": ["-arch=sm_120a", "-DDSPARKCTL_SMALL_SPLIT_K=2"],
+        "sm_90a_no_small_split_k": ["-arch=sm_90a", "-DDSPARKCTL_SMALL_SPLIT_K=0"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -516,29 +518,32 @@ def _split_k_moves(base: dict[str, str], cand: dict[str, str]) -> set[str]:
     return moved
 
 
-def test_large16_split_k_candidate_changes_only_the_16_head_64_candidate_kernels(
+def test_large16_split_k_changes_only_the_16_head_64_candidate_kernels(
     kernel_ptx: dict[str, dict[str, str]],
 ) -> None:
-    """Session 33's candidate (-DDSPARKCTL_LARGE16_SPLIT_K=1, off by default): S of the 16-head
-    64-candidate tiles split over the dims. Only those kernels change (both copy widths, and the
-    cluster instantiation), on both targets; Q's fragments are loaded by 8 ldmatrix.x4 at the first
-    tile instead of every k-step of every tile."""
-    for base_key, cand_key in (("sm_90a", "sm_90a_large16_split_k"), ("sm_120a", "sm_120a_large16_split_k")):
+    """v60 (-DDSPARKCTL_LARGE16_SPLIT_K, on by default; =0 is v53's S): S of the 16-head
+    64-candidate tiles split over the dims. Only those kernels differ from v53's S (both copy
+    widths, and the cluster instantiation), on both targets."""
+    for base_key, cand_key in (("sm_90a_no_large16_split_k", "sm_90a"), ("sm_120a_no_large16_split_k", "sm_120a")):
         base, cand = kernel_ptx[base_key], kernel_ptx[cand_key]
         moved = _split_k_moves(base, cand)
         assert moved == {n for n in base if "decode_kernelILi1ELi64ELi" in n}, (base_key, sorted(moved))
         assert len(moved) == 3, (base_key, sorted(moved))  # 16- and 8-byte copies, and the cluster kernel
 
 
-def test_small_split_k_candidate_changes_only_the_32_candidate_kernels_under_sm120s_budget(
+def test_small_split_k_changes_only_smalls_kernels_under_sm120s_budget(
     kernel_ptx: dict[str, dict[str, str]],
 ) -> None:
-    """Session 33's second candidate (-DDSPARKCTL_SMALL_SPLIT_K=1, off by default): the same split
-    for the 32-candidate tiles (SMALL16, SMALL), which need up to 32 more registers. On sm_120a
-    (one SMALL CTA per SM, no register cap) the four 32-candidate kernels change and nothing else;
-    on sm_90a, built for two SMALL CTAs per SM (128 registers), the flag changes nothing."""
-    base, cand = kernel_ptx["sm_120a"], kernel_ptx["sm_120a_small_split_k"]
-    moved = _split_k_moves(base, cand)
-    assert moved == {n for n in base if re.search(r"decode_kernelILi[12]ELi32ELi", n)}, sorted(moved)
-    assert len(moved) == 4, sorted(moved)  # 16 and 32 heads, 16- and 8-byte copies
-    assert kernel_ptx["sm_90a_small_split_k"] == kernel_ptx["sm_90a"]
+    """v60 (-DDSPARKCTL_SMALL_SPLIT_K=1, the default): the same split for SMALL's 32-head x
+    32-candidate tiles, which needs 32 more registers. On sm_120a (one SMALL CTA per SM, no register
+    cap) SMALL's two kernels differ from v53's and nothing else; =2 adds SMALL16's two (the version
+    the H200 A/B rejected); on sm_90a, built for two SMALL CTAs per SM (128 registers), the flag
+    changes nothing."""
+    base = kernel_ptx["sm_120a_no_small_split_k"]
+    moved = _split_k_moves(base, kernel_ptx["sm_120a"])
+    assert moved == {n for n in base if re.search(r"decode_kernelILi2ELi32ELi", n)}, sorted(moved)
+    assert len(moved) == 2, sorted(moved)  # 16- and 8-byte copies
+    moved16 = _split_k_moves(base, kernel_ptx["sm_120a_small16_split_k"])
+    assert moved16 == moved | {n for n in base if re.search(r"decode_kernelILi1ELi32ELi", n)}, sorted(moved16)
+    assert len(moved16) == 4, sorted(moved16)
+    assert kernel_ptx["sm_90a_no_small_split_k"] == kernel_ptx["sm_90a"]

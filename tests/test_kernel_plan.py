@@ -44,9 +44,9 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def harness_ws_padded(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The session-33 candidate rule on (chains of >= 4 tiles), as its device A/B builds it."""
-    return _build_harness(tmp_path_factory, "-DDSPARKCTL_PLAN_WS_PADDED_CHAIN=4")
+def harness_no_ws_padded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """v60's padded-WS rules off (the plan before session 34), the A/B baseline."""
+    return _build_harness(tmp_path_factory, "-DDSPARKCTL_PLAN_WS_PADDED_CHAIN=0", "-DDSPARKCTL_PLAN_WS_PADDED_CHAIN16=0")
 
 
 def launches(exe: Path, dev: dict, cases: list[tuple[int, int, int, int, int, int]]) -> list[tuple[int, ...] | None]:
@@ -301,32 +301,40 @@ def test_warp_specialized_splits_a_short_token_only_into_single_tiles(harness: P
 SMALL_HEAD_ROWS = [(t, h, 128, e) for h in (16, 32) for e in (512, 1024) for t in (1, 8, 32, 64)]
 
 
-def test_ws_padded_candidate_moves_only_long_32_head_chains(harness: Path, harness_ws_padded: Path) -> None:
-    """Session 33's candidate (-DDSPARKCTL_PLAN_WS_PADDED_CHAIN=N, off by default): where the
-    automatic plan runs 17-32 heads as 32-head LARGE CTAs, the warp-specialized kernel (64 rows,
-    padded) takes them when its own grid's chains are >= N tiles. Every other plan stays, on every
-    device; the default build's plans are the ones the other tests pin."""
-    shapes = [*H200_AUTO, *SMALL_HEAD_ROWS, (64, 24, 128, 1024), (64, 17, 2048, 0), (3, 32, 128, 1024)]
+def test_ws_padded_rules_move_only_chained_small_head_plans(harness: Path, harness_no_ws_padded: Path) -> None:
+    """v60 (session 34): where the automatic plan runs 17-32 heads as 32-head LARGE CTAs or <= 16
+    heads as 16-head SMALL CTAs, the warp-specialized kernel (64 rows, padded) takes them when its
+    own grid is one wave with chains of >= 2 tiles (17-32 heads) or >= 5 (<= 16 heads). Every other
+    plan stays, on every device."""
+    shapes = [*H200_AUTO, *SMALL_HEAD_ROWS, (64, 24, 128, 1024), (64, 17, 2048, 0), (3, 32, 128, 1024),
+              (300, 32, 128, 1024), (64, 8, 128, 2048), (5, 16, 128, 512)]  # fmt: skip
     cases = [(t, h, k, e, AUTO, 0) for t, h, k, e in shapes]
     for dev in (H200, H200_NO_WS, H200_NO_WGMMA, SM120):
-        before = launches(harness, dev, cases)
-        after = launches(harness_ws_padded, dev, cases)
-        moved = {}
-        for shape, b, a in zip(shapes, before, after, strict=True):
-            if a != b:
-                moved[shape] = (b, a)
+        before = launches(harness_no_ws_padded, dev, cases)
+        after = launches(harness, dev, cases)
+        moved = {s: (b, a) for s, b, a in zip(shapes, before, after, strict=True) if a != b}
         if dev is not H200:
             assert moved == {}, dev
             continue
         for (t, h, k, e), (b, a) in moved.items():
-            assert h <= 32 and b[:2] == (LARGE, 32) and b[6] == 0, (t, h, b)
             assert a[:3] == (LARGE, 64, 64) and a[6] == 1, (t, h, a)
-            tiles = -(-k // 64) + -(-e // 64)
-            assert -(-tiles // a[3]) >= 4, (t, h, a)  # chains of >= 4 tiles
-        # the long 32-head chains move (T = 32 / 64 with 1024 extra, T = 64 with 512), the short
-        # ones and every 16- and 64-head row stay
-        assert {(t, h, e) for t, h, _, e in moved} == {(32, 32, 1024), (64, 32, 512), (64, 32, 1024), (64, 24, 1024), (64, 17, 0)}
+            chain = -(-(-(-k // 64) + -(-e // 64)) // a[3])
+            assert t * a[3] <= H200["sms"], (t, h, a)  # one wave
+            if h > 16:
+                assert h <= 32 and b[:2] == (LARGE, 32) and b[6] == 0 and chain >= 2, (t, h, b, a)
+            else:
+                assert b[:2] == (SMALL, 16) and chain >= 5, (t, h, b, a)
+        # the bench rows the session 34 sweep had ahead on WS move; the short chains (32 heads
+        # +512 T = 8, 16 heads +512 T = 32), T = 3's 16-head CTAs, the 64- and 128-head rows and the
+        # many-wave grid stay
+        assert {(t, h, e) for t, h, _, e in moved} == {
+            (64, 16, 512), (32, 16, 1024), (64, 16, 1024),
+            (32, 32, 512), (64, 32, 512), (8, 32, 1024), (32, 32, 1024), (64, 32, 1024),
+            (64, 24, 1024), (64, 17, 0), (64, 8, 2048),
+        }
         assert moved[(64, 32, 128, 1024)][1][:4] == (LARGE, 64, 64, 2)
+        assert moved[(8, 32, 128, 1024)][1][:4] == (LARGE, 64, 64, 16)
     # forced layouts and split requests are never rewritten
-    forced = [(64, 32, 128, 1024, LARGE32, 0), (64, 32, 128, 1024, AUTO, 3), (64, 32, 128, 1024, LARGE, 0)]
-    assert launches(harness, H200, forced) == launches(harness_ws_padded, H200, forced)
+    forced = [(64, 32, 128, 1024, LARGE32, 0), (64, 32, 128, 1024, AUTO, 3), (64, 32, 128, 1024, LARGE, 0),
+              (64, 16, 128, 1024, SMALL16, 0)]  # fmt: skip
+    assert launches(harness, H200, forced) == launches(harness_no_ws_padded, H200, forced)

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Session 33's LARGE16 split-K candidate, second device call: the phase timeline of the LARGE16
-# rows (DSpark T = 25 / 10, T = 1 at 64 heads +1024 and 128 heads +512) on v53 and on the candidate.
+# v60 (LARGE16 split-K, now the default), second device call: the phase timeline of the LARGE16
+# rows (DSpark T = 25 / 10, T = 1 at 64 heads +1024 and 128 heads +512) on v53 (=0) and on v60.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 A=/tmp/tlk; mkdir -p $A
 for v in v53 l16k; do
-  x=""; [ $v = l16k ] && x=-DDSPARKCTL_LARGE16_SPLIT_K=1
+  x=-DDSPARKCTL_LARGE16_SPLIT_K=0; [ $v = l16k ] && x=
   # shellcheck disable=SC2086
   timeout 120 nvcc -O3 -std=c++17 -arch=sm_90a -DDSPARKCTL_TIMELINE $x bench/kernel_timeline.cu -o /tmp/tl_$v > /dev/null 2>&1 || echo "TL BUILD FAILED $v"
   for s in "64 192 133 0 25" "64 192 133 0 10" "64 128 128 1024 1" "128 128 128 512 1"; do
