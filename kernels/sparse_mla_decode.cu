@@ -175,6 +175,24 @@ static_assert(DSPARKCTL_SMALL_SPLIT_K >= 0 && DSPARKCTL_SMALL_SPLIT_K <= 2, "0 o
 constexpr bool kLarge16SplitK = DSPARKCTL_LARGE16_SPLIT_K == 1;
 constexpr int kSmallSplitK = DSPARKCTL_SMALL_SPLIT_K;
 
+// Session 35 candidates (off): the dequantization's integer work on the mma.sync tiles.
+// DSPARKCTL_POW2_F32: a chunk's fp16 multiplier 2^(b - max) built as an fp32 power of two and
+// packed by one convert (rounding to nearest gives fp16's subnormals and 0 below 2^-24 exactly)
+// instead of v13's three-way select. DSPARKCTL_DEQ_LANE_HALVES: padded rows, 16-byte chunks: each
+// lane loads the half of its raw chunk that it stores first (odd lanes the second half) as its
+// own 8-byte load, so the converted halves need no per-value odd / even select (v60 SASS: ~56 SEL
+// a thread a LARGE16 tile); the stores are unchanged.
+#ifndef DSPARKCTL_POW2_F32
+#define DSPARKCTL_POW2_F32 0
+#endif
+#ifndef DSPARKCTL_DEQ_LANE_HALVES
+#define DSPARKCTL_DEQ_LANE_HALVES 0
+#endif
+static_assert(DSPARKCTL_POW2_F32 == 0 || DSPARKCTL_POW2_F32 == 1, "on or off");
+static_assert(DSPARKCTL_DEQ_LANE_HALVES == 0 || DSPARKCTL_DEQ_LANE_HALVES == 1, "on or off");
+constexpr bool kPow2F32 = DSPARKCTL_POW2_F32 == 1;
+constexpr bool kDeqLaneHalves = DSPARKCTL_DEQ_LANE_HALVES == 1;
+
 template <int MT, int BN>
 struct Cfg {
   static constexpr int M = 16 * MT;  // heads per CTA (padded)
@@ -570,7 +588,15 @@ struct Pow2Pair {
 // word: the fp16 multiplier 2^d (d <= 0; subnormal below 2^-14, 0 below 2^-24) for one chunk.
 // E8M0 255 is NaN (OCP MX): its values become NaN, as NaN scales should.
 // Branch-free (selects): a branch here kept ptxas from overlapping one chunk's work with the next.
+__device__ __forceinline__ uint32_t pack_f16(float a, float b);
 __device__ __forceinline__ uint32_t f16_pow2x2(uint32_t b, uint32_t maxb) {
+  if constexpr (kPow2F32) {
+    // 2^max(d, -126) is an fp32 normal; its fp16 rounding is 2^d down to 2^-24 and 0 below
+    // (2^-25 ties to even, 0). NaN scales stay NaN.
+    const int d = max(int(b) - int(maxb), -126);
+    const float f = b == 255u ? __int_as_float(0x7fc00000) : __int_as_float((d + 127) << 23);
+    return pack_f16(f, f);
+  }
   const int d = int(b) - int(maxb);
   const int sub = d + 24 < 0 ? 0 : d + 24;
   uint32_t h = d >= -14 ? uint32_t(d + 15) << 10 : (d >= -24 ? 1u << sub : 0u);
@@ -737,12 +763,21 @@ struct Tile {
                                                     int tid, uint32_t maxb, int j0) {
     Vec rn[G];
     uint32_t sb[G];
+    // DEQ_LANE_HALVES: this lane's first-stored half (odd lanes: bytes 8-15) in rn's low words
+    constexpr bool kHalves = kDeqLaneHalves && VEC == 16 && !SW;
+    const int first = kHalves ? (tid & 1) * 8 : 0;
 #pragma unroll
     for (int g = 0; g < G; ++g) {
       const int k = tid + (j0 + g) * kThreads;
       if (j0 + g < NPT_N && (NOPE % kThreads == 0 || k < NOPE)) {
         const int cand = k / NCPC;
-        rn[g] = *reinterpret_cast<const Vec*>(sRaw + k * VEC);
+        if constexpr (kHalves) {
+          const uint2 x = *reinterpret_cast<const uint2*>(sRaw + k * VEC + first);
+          const uint2 y = *reinterpret_cast<const uint2*>(sRaw + k * VEC + (8 - first));
+          reinterpret_cast<uint4&>(rn[g]) = make_uint4(x.x, x.y, y.x, y.y);
+        } else {
+          rn[g] = *reinterpret_cast<const Vec*>(sRaw + k * VEC);
+        }
         sb[g] = sScale[cand * 8 + ((k - cand * NCPC) * VEC) / 64];
       }
     }
@@ -773,6 +808,11 @@ struct Tile {
             const int sw = (ch >> 2) & 1;
             *reinterpret_cast<uint4*>(sKV + sw128_off<BN>(cand, ch * 16 + sw * 8)) = sw ? b : a;
             *reinterpret_cast<uint4*>(sKV + sw128_off<BN>(cand, ch * 16 + (sw ^ 1) * 8)) = sw ? a : b;
+          } else if constexpr (kHalves) {
+            // a holds the half this lane stores first (see the loads)
+            __nv_bfloat16* row = sKV + cand * kSRow + ch * VEC;
+            *reinterpret_cast<uint4*>(row + first) = a;
+            *reinterpret_cast<uint4*>(row + (8 - first)) = b;
           } else {
             uint4* dst = reinterpret_cast<uint4*>(sKV + cand * kSRow + ch * VEC);
             const bool odd = tid & 1;
