@@ -183,15 +183,30 @@ constexpr int kSmallSplitK = DSPARKCTL_SMALL_SPLIT_K;
 // own 8-byte load, so the converted halves need no per-value odd / even select (v60 SASS: ~56 SEL
 // a thread a LARGE16 tile); the stores are unchanged.
 #ifndef DSPARKCTL_POW2_F32
-#define DSPARKCTL_POW2_F32 0
+#define DSPARKCTL_POW2_F32 1
 #endif
 #ifndef DSPARKCTL_DEQ_LANE_HALVES
-#define DSPARKCTL_DEQ_LANE_HALVES 0
+#define DSPARKCTL_DEQ_LANE_HALVES 1
 #endif
 static_assert(DSPARKCTL_POW2_F32 == 0 || DSPARKCTL_POW2_F32 == 1, "on or off");
 static_assert(DSPARKCTL_DEQ_LANE_HALVES == 0 || DSPARKCTL_DEQ_LANE_HALVES == 1, "on or off");
 constexpr bool kPow2F32 = DSPARKCTL_POW2_F32 == 1;
 constexpr bool kDeqLaneHalves = DSPARKCTL_DEQ_LANE_HALVES == 1;
+// Session 35 candidates (off), the next of the same kind: DSPARKCTL_DEQ_SPLIT16 converts both
+// halves of a raw word from one 32-bit register split into two 16-bit ones in PTX (so ptxas can
+// read the high half in place, without a shift per word); DSPARKCTL_DEQ_UNSIGNED does the chunk ->
+// candidate division and the scale byte's index in unsigned arithmetic (the signed forms add
+// sign fix-ups per chunk).
+#ifndef DSPARKCTL_DEQ_SPLIT16
+#define DSPARKCTL_DEQ_SPLIT16 0
+#endif
+#ifndef DSPARKCTL_DEQ_UNSIGNED
+#define DSPARKCTL_DEQ_UNSIGNED 0
+#endif
+static_assert(DSPARKCTL_DEQ_SPLIT16 == 0 || DSPARKCTL_DEQ_SPLIT16 == 1, "on or off");
+static_assert(DSPARKCTL_DEQ_UNSIGNED == 0 || DSPARKCTL_DEQ_UNSIGNED == 1, "on or off");
+constexpr bool kDeqSplit16 = DSPARKCTL_DEQ_SPLIT16 == 1;
+constexpr bool kDeqUnsigned = DSPARKCTL_DEQ_UNSIGNED == 1;
 
 template <int MT, int BN>
 struct Cfg {
@@ -610,6 +625,22 @@ __device__ __forceinline__ uint32_t fp8x2_to_f16x2(uint32_t two, uint32_t mult) 
   const __half2 r = __hmul2(*reinterpret_cast<__half2*>(&hr), *reinterpret_cast<const __half2*>(&mult));
   return *reinterpret_cast<const uint32_t*>(&r);
 }
+// Both fp16x2 halves of four e4m3 values in one word, each times mult (as fp8x2_to_f16x2).
+__device__ __forceinline__ void fp8x4_to_f16x2x2(uint32_t w, uint32_t mult, uint32_t& lo, uint32_t& hi) {
+  if constexpr (kDeqSplit16) {
+    uint32_t a, b;
+    asm("{\n\t.reg .b16 l, h;\n\tmov.b32 {l, h}, %2;\n\tcvt.rn.f16x2.e4m3x2 %0, l;\n\tcvt.rn.f16x2.e4m3x2 %1, h;\n\t}"
+        : "=r"(a), "=r"(b) : "r"(w));
+    const __half2 m = *reinterpret_cast<const __half2*>(&mult);
+    const __half2 ra = __hmul2(*reinterpret_cast<const __half2*>(&a), m);
+    const __half2 rb = __hmul2(*reinterpret_cast<const __half2*>(&b), m);
+    lo = *reinterpret_cast<const uint32_t*>(&ra);
+    hi = *reinterpret_cast<const uint32_t*>(&rb);
+  } else {
+    lo = fp8x2_to_f16x2(w & 0xffffu, mult);
+    hi = fp8x2_to_f16x2(w >> 16, mult);
+  }
+}
 __device__ __forceinline__ uint32_t pack_f16(float a, float b) {
   const __half2 v = __floats2half2_rn(a, b);
   return *reinterpret_cast<const uint32_t*>(&v);
@@ -682,14 +713,14 @@ struct Tile {
 #pragma unroll
     for (int j = 0; j < NPT_N; ++j) {
       const int k = tid + j * kThreads;
-      const int cand = (k < NOPE ? k : 0) / NCPC;
+      const int cand = kDeqUnsigned ? int(unsigned(k < NOPE ? k : 0) / unsigned(NCPC)) : (k < NOPE ? k : 0) / NCPC;
       const int64_t off = sOff[cand];
       src[j] = off >= 0 ? off + (k - cand * NCPC) * VEC : -1;
     }
 #pragma unroll
     for (int j = 0; j < NPT_R; ++j) {
       const int r = tid + j * kThreads;
-      const int cand = (r < ROPE ? r : 0) / RCPC;
+      const int cand = kDeqUnsigned ? int(unsigned(r < ROPE ? r : 0) / unsigned(RCPC)) : (r < ROPE ? r : 0) / RCPC;
       const int64_t off = sOff[cand];
       src[NPT_N + j] = off >= 0 ? off + kDN + (r - cand * RCPC) * VEC : -1;
     }
@@ -770,7 +801,7 @@ struct Tile {
     for (int g = 0; g < G; ++g) {
       const int k = tid + (j0 + g) * kThreads;
       if (j0 + g < NPT_N && (NOPE % kThreads == 0 || k < NOPE)) {
-        const int cand = k / NCPC;
+        const int cand = kDeqUnsigned ? int(unsigned(k) / unsigned(NCPC)) : k / NCPC;
         if constexpr (kHalves) {
           const uint2 x = *reinterpret_cast<const uint2*>(sRaw + k * VEC + first);
           const uint2 y = *reinterpret_cast<const uint2*>(sRaw + k * VEC + (8 - first));
@@ -778,23 +809,21 @@ struct Tile {
         } else {
           rn[g] = *reinterpret_cast<const Vec*>(sRaw + k * VEC);
         }
-        sb[g] = sScale[cand * 8 + ((k - cand * NCPC) * VEC) / 64];
+        sb[g] = kDeqUnsigned ? sScale[unsigned(cand) * 8u + (unsigned(k - cand * NCPC) * unsigned(VEC)) / 64u]
+                             : sScale[cand * 8 + ((k - cand * NCPC) * VEC) / 64];
       }
     }
 #pragma unroll
     for (int g = 0; g < G; ++g) {
       const int k = tid + (j0 + g) * kThreads;
       if (j0 + g < NPT_N && (NOPE % kThreads == 0 || k < NOPE)) {
-        const int cand = k / NCPC;
+        const int cand = kDeqUnsigned ? int(unsigned(k) / unsigned(NCPC)) : k / NCPC;
         const int ch = k - cand * NCPC;
         const uint32_t* w = reinterpret_cast<const uint32_t*>(&rn[g]);
         const uint32_t mult = f16_pow2x2(sb[g], maxb);
         uint32_t o[VEC / 2];
 #pragma unroll
-        for (int i = 0; i < VEC / 4; ++i) {
-          o[2 * i] = fp8x2_to_f16x2(w[i] & 0xffffu, mult);
-          o[2 * i + 1] = fp8x2_to_f16x2(w[i] >> 16, mult);
-        }
+        for (int i = 0; i < VEC / 4; ++i) fp8x4_to_f16x2x2(w[i], mult, o[2 * i], o[2 * i + 1]);
         if constexpr (VEC == 16) {
           // Padded rows: odd lanes write their second half first, so each store instruction of
           // a warp covers consecutive 16-byte words (no 2-way bank conflict from the 32-byte
@@ -844,7 +873,7 @@ struct Tile {
     for (int j = 0; j < NPT_R; ++j) {
       const int r = tid + j * kThreads;
       if (ROPE % kThreads == 0 || r < ROPE) {
-        const int cand = r / RCPC;
+        const int cand = kDeqUnsigned ? int(unsigned(r) / unsigned(RCPC)) : r / RCPC;
         *reinterpret_cast<Vec*>(SW ? sKV + sw128_off<BN>(cand, kDN + (r - cand * RCPC) * (VEC / 2))
                                    : sKV + cand * kSRow + kDN + (r - cand * RCPC) * (VEC / 2)) = rr[j];
       }
@@ -2744,10 +2773,10 @@ __global__ void __launch_bounds__(kWsThreads, 1)
           const uint32_t* w = reinterpret_cast<const uint32_t*>(&raw[i][0]);
 #pragma unroll
           for (int k = 0; k < 4; ++k) {
-            const uint32_t w0 = w[2 * k], w1 = w[2 * k + 1];
-            *reinterpret_cast<uint4*>(dst + (x0 ^ (16 * k)) + i * 8192) =
-                make_uint4(fp8x2_to_f16x2(w0 & 0xffffu, mult), fp8x2_to_f16x2(w0 >> 16, mult),
-                           fp8x2_to_f16x2(w1 & 0xffffu, mult), fp8x2_to_f16x2(w1 >> 16, mult));
+            uint4 v;
+            fp8x4_to_f16x2x2(w[2 * k], mult, v.x, v.y);
+            fp8x4_to_f16x2x2(w[2 * k + 1], mult, v.z, v.w);
+            *reinterpret_cast<uint4*>(dst + (x0 ^ (16 * k)) + i * 8192) = v;
           }
         }
         if constexpr (VEC == 16) {

@@ -157,7 +157,9 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     -DDSPARKCTL_WS_NOPE_P_HILO=0), and session 32's timeline build with and without warpgroup 1's
     split P.V marks (-DDSPARKCTL_TL_SPLIT_PV), and v60's split-K S turned off (v53's S:
     -DDSPARKCTL_LARGE16_SPLIT_K=0 and -DDSPARKCTL_SMALL_SPLIT_K=0, each for sm_90a and sm_120a) and
-    SMALL16's rejected version on (-DDSPARKCTL_SMALL_SPLIT_K=2, sm_120a), as
+    SMALL16's rejected version on (-DDSPARKCTL_SMALL_SPLIT_K=2, sm_120a), and v61's two
+    dequantization changes each turned off (-DDSPARKCTL_POW2_F32=0, -DDSPARKCTL_DEQ_LANE_HALVES=0,
+    sm_90a and sm_120a), as
     {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
     if build.find_nvcc() is None:
         pytest.skip("nvcc not installed: cannot compile-check CUDA")
@@ -185,6 +187,10 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_120a_no_small_split_k": ["-arch=sm_120a", "-DDSPARKCTL_SMALL_SPLIT_K=0"],
         "sm_120a_small16_split_k": ["-arch=sm_120a", "-DDSPARKCTL_SMALL_SPLIT_K=2"],
         "sm_90a_no_small_split_k": ["-arch=sm_90a", "-DDSPARKCTL_SMALL_SPLIT_K=0"],
+        "sm_90a_no_pow2_f32": ["-arch=sm_90a", "-DDSPARKCTL_POW2_F32=0"],
+        "sm_120a_no_pow2_f32": ["-arch=sm_120a", "-DDSPARKCTL_POW2_F32=0"],
+        "sm_90a_no_lane_halves": ["-arch=sm_90a", "-DDSPARKCTL_DEQ_LANE_HALVES=0"],
+        "sm_120a_no_lane_halves": ["-arch=sm_120a", "-DDSPARKCTL_DEQ_LANE_HALVES=0"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -547,3 +553,33 @@ def test_small_split_k_changes_only_smalls_kernels_under_sm120s_budget(
     assert moved16 == moved | {n for n in base if re.search(r"decode_kernelILi1ELi32ELi", n)}, sorted(moved16)
     assert len(moved16) == 4, sorted(moved16)
     assert kernel_ptx["sm_90a_no_small_split_k"] == kernel_ptx["sm_90a"]
+
+
+def test_pow2_f32_multiplier_changes_every_dequantizing_kernel(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """v61 (-DDSPARKCTL_POW2_F32, on; =0 is v60's select chain): a chunk's fp16 multiplier comes
+    from one fp32 -> fp16x2 convert instead of three selects. Every kernel that dequantizes moves,
+    with more of those converts and fewer selects; nothing else does."""
+    for base_key, cand_key in (("sm_90a_no_pow2_f32", "sm_90a"), ("sm_120a_no_pow2_f32", "sm_120a")):
+        base, cand = kernel_ptx[base_key], kernel_ptx[cand_key]
+        moved = {n for n in base if base[n] != cand[n]}
+        dequantizing = {n for n in base if "cvt.rn.f16x2.e4m3x2" in base[n]}  # not the combines, nor sm_120a's WS stub
+        assert moved == dequantizing and len(moved) >= 11, (base_key, sorted(moved))
+        for n in moved:
+            assert cand[n].count("cvt.rn.f16x2.f32") > base[n].count("cvt.rn.f16x2.f32"), (base_key, n)
+            assert cand[n].count("selp") < base[n].count("selp"), (base_key, n)
+
+
+def test_lane_halves_change_only_the_16_byte_padded_row_kernels(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """v61 (-DDSPARKCTL_DEQ_LANE_HALVES, on; =0 is v60's odd / even select): each lane loads the
+    half of its 16-byte chunk it stores first. Only the mma.sync kernels with padded rows and
+    16-byte chunks move (the wgmma kernels' tiles are swizzled, the 8-byte kernels' chunks are one
+    store): more 8-byte shared loads in place of 16-byte ones, and fewer selects."""
+    for base_key, cand_key in (("sm_90a_no_lane_halves", "sm_90a"), ("sm_120a_no_lane_halves", "sm_120a")):
+        base, cand = kernel_ptx[base_key], kernel_ptx[cand_key]
+        moved = {n for n in base if base[n] != cand[n]}
+        padded16 = {n for n in base if n.startswith("sparse_mla_decode_kernel") and "ELi16E" in n
+                    and "wgmma" not in base[n]}
+        assert moved == padded16 and len(moved) >= 4, (base_key, sorted(moved))
+        for n in moved:
+            assert cand[n].count("ld.shared.v4.u32") < base[n].count("ld.shared.v4.u32"), (base_key, n)
+            assert cand[n].count("selp") < base[n].count("selp"), (base_key, n)
