@@ -175,36 +175,44 @@ static_assert(DSPARKCTL_SMALL_SPLIT_K >= 0 && DSPARKCTL_SMALL_SPLIT_K <= 2, "0 o
 constexpr bool kLarge16SplitK = DSPARKCTL_LARGE16_SPLIT_K == 1;
 constexpr int kSmallSplitK = DSPARKCTL_SMALL_SPLIT_K;
 
-// Session 35 candidates (off): the dequantization's integer work on the mma.sync tiles.
-// DSPARKCTL_POW2_F32: a chunk's fp16 multiplier 2^(b - max) built as an fp32 power of two and
+// v61 / v62 (session 35): the dequantization's integer work, cut four ways (each flag =0 rebuilds
+// the version before it; outputs bit for bit unchanged: the same conversions and products).
+// The v60 Nsight Compute run of LARGE16 had half of its executed instructions integer or select
+// work and its issue slots 26% busy.
+// v61, DSPARKCTL_POW2_F32: a chunk's fp16 multiplier 2^(b - max) built as an fp32 power of two and
 // packed by one convert (rounding to nearest gives fp16's subnormals and 0 below 2^-24 exactly)
 // instead of v13's three-way select. DSPARKCTL_DEQ_LANE_HALVES: padded rows, 16-byte chunks: each
 // lane loads the half of its raw chunk that it stores first (odd lanes the second half) as its
 // own 8-byte load, so the converted halves need no per-value odd / even select (v60 SASS: ~56 SEL
-// a thread a LARGE16 tile); the stores are unchanged.
+// a thread a LARGE16 tile); the stores are unchanged. LARGE16 on sm_90a: 3,600 -> 3,512 SASS
+// instructions, 169 -> 159 registers. H200, same call, 3 rounds against v60
+// (bench/results/kernel_h200_v61_dequant/): DSpark T = 25 15.00 -> 14.44 us, T = 10 11.33 -> 10.79,
+// the 16-head rows -0.1 to -0.6, every row within +0.07.
+// v62, DSPARKCTL_DEQ_SPLIT16: both halves of a raw word converted from one 32-bit register split
+// into two 16-bit ones in PTX, so ptxas reads the high half in place (no shift a word: -28 SASS
+// instructions in LARGE16, -112 in the 8-byte WS kernel's producer). DSPARKCTL_DEQ_UNSIGNED: the
+// chunk -> candidate division and the scale byte's index in unsigned arithmetic (the signed forms
+// add sign fix-ups a chunk: -48 in LARGE16, ~-130 in the 8-byte kernels). Two same-call runs
+// against v61 (bench/results/kernel_h200_v62_dequant2/): mean -0.08 us over the 34 short rows,
+// DSpark +512 T = 10 -0.35 / -0.43, +512 T = 50 -0.29 / -0.35; 128 heads +1024 T = 64 +0.5 / +0.8.
 #ifndef DSPARKCTL_POW2_F32
 #define DSPARKCTL_POW2_F32 1
 #endif
 #ifndef DSPARKCTL_DEQ_LANE_HALVES
 #define DSPARKCTL_DEQ_LANE_HALVES 1
 #endif
-static_assert(DSPARKCTL_POW2_F32 == 0 || DSPARKCTL_POW2_F32 == 1, "on or off");
-static_assert(DSPARKCTL_DEQ_LANE_HALVES == 0 || DSPARKCTL_DEQ_LANE_HALVES == 1, "on or off");
-constexpr bool kPow2F32 = DSPARKCTL_POW2_F32 == 1;
-constexpr bool kDeqLaneHalves = DSPARKCTL_DEQ_LANE_HALVES == 1;
-// Session 35 candidates (off), the next of the same kind: DSPARKCTL_DEQ_SPLIT16 converts both
-// halves of a raw word from one 32-bit register split into two 16-bit ones in PTX (so ptxas can
-// read the high half in place, without a shift per word); DSPARKCTL_DEQ_UNSIGNED does the chunk ->
-// candidate division and the scale byte's index in unsigned arithmetic (the signed forms add
-// sign fix-ups per chunk).
 #ifndef DSPARKCTL_DEQ_SPLIT16
-#define DSPARKCTL_DEQ_SPLIT16 0
+#define DSPARKCTL_DEQ_SPLIT16 1
 #endif
 #ifndef DSPARKCTL_DEQ_UNSIGNED
-#define DSPARKCTL_DEQ_UNSIGNED 0
+#define DSPARKCTL_DEQ_UNSIGNED 1
 #endif
+static_assert(DSPARKCTL_POW2_F32 == 0 || DSPARKCTL_POW2_F32 == 1, "on or off");
+static_assert(DSPARKCTL_DEQ_LANE_HALVES == 0 || DSPARKCTL_DEQ_LANE_HALVES == 1, "on or off");
 static_assert(DSPARKCTL_DEQ_SPLIT16 == 0 || DSPARKCTL_DEQ_SPLIT16 == 1, "on or off");
 static_assert(DSPARKCTL_DEQ_UNSIGNED == 0 || DSPARKCTL_DEQ_UNSIGNED == 1, "on or off");
+constexpr bool kPow2F32 = DSPARKCTL_POW2_F32 == 1;
+constexpr bool kDeqLaneHalves = DSPARKCTL_DEQ_LANE_HALVES == 1;
 constexpr bool kDeqSplit16 = DSPARKCTL_DEQ_SPLIT16 == 1;
 constexpr bool kDeqUnsigned = DSPARKCTL_DEQ_UNSIGNED == 1;
 

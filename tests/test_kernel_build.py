@@ -159,7 +159,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     -DDSPARKCTL_LARGE16_SPLIT_K=0 and -DDSPARKCTL_SMALL_SPLIT_K=0, each for sm_90a and sm_120a) and
     SMALL16's rejected version on (-DDSPARKCTL_SMALL_SPLIT_K=2, sm_120a), and v61's two
     dequantization changes each turned off (-DDSPARKCTL_POW2_F32=0, -DDSPARKCTL_DEQ_LANE_HALVES=0,
-    sm_90a and sm_120a), as
+    sm_90a and sm_120a) and v62's (-DDSPARKCTL_DEQ_SPLIT16=0, -DDSPARKCTL_DEQ_UNSIGNED=0, sm_90a), as
     {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
     if build.find_nvcc() is None:
         pytest.skip("nvcc not installed: cannot compile-check CUDA")
@@ -191,6 +191,8 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_120a_no_pow2_f32": ["-arch=sm_120a", "-DDSPARKCTL_POW2_F32=0"],
         "sm_90a_no_lane_halves": ["-arch=sm_90a", "-DDSPARKCTL_DEQ_LANE_HALVES=0"],
         "sm_120a_no_lane_halves": ["-arch=sm_120a", "-DDSPARKCTL_DEQ_LANE_HALVES=0"],
+        "sm_90a_no_split16": ["-arch=sm_90a", "-DDSPARKCTL_DEQ_SPLIT16=0"],
+        "sm_90a_no_unsigned": ["-arch=sm_90a", "-DDSPARKCTL_DEQ_UNSIGNED=0"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -583,3 +585,27 @@ def test_lane_halves_change_only_the_16_byte_padded_row_kernels(kernel_ptx: dict
         for n in moved:
             assert cand[n].count("ld.shared.v4.u32") < base[n].count("ld.shared.v4.u32"), (base_key, n)
             assert cand[n].count("selp") < base[n].count("selp"), (base_key, n)
+
+
+def test_split16_drops_a_shift_a_word_in_every_dequantizing_kernel(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """v62 (-DDSPARKCTL_DEQ_SPLIT16, on; =0 is v61): a raw word's two e4m3 pairs converted from
+    its 16-bit halves in PTX instead of (w & 0xffff, w >> 16). Every dequantizing kernel, the WS
+    producer included, has the same converts and fewer right shifts."""
+    base, cand = kernel_ptx["sm_90a_no_split16"], kernel_ptx["sm_90a"]
+    moved = {n for n in base if base[n] != cand[n]}
+    assert moved == {n for n in base if "cvt.rn.f16x2.e4m3x2" in base[n]} and len(moved) >= 13, sorted(moved)
+    for n in moved:
+        assert cand[n].count("cvt.rn.f16x2.e4m3x2") == base[n].count("cvt.rn.f16x2.e4m3x2"), n
+        assert cand[n].count("shr.u32") < base[n].count("shr.u32"), n
+
+
+def test_unsigned_chunk_index_math_changes_only_the_main_kernels(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """v62 (-DDSPARKCTL_DEQ_UNSIGNED, on; =0 is v61): the tile loader's chunk -> candidate
+    divisions in unsigned arithmetic. Only the main kernels use that loader (the WS producer has
+    its own); their signed multiply-high divisions are gone."""
+    base, cand = kernel_ptx["sm_90a_no_unsigned"], kernel_ptx["sm_90a"]
+    moved = {n for n in base if base[n] != cand[n]}
+    main = {n for n in base if n.startswith("sparse_mla_decode_kernel")}
+    assert moved == main and len(moved) >= 11, sorted(moved)
+    for n in moved:
+        assert base[n].count("mul.hi.s32") > 0 and cand[n].count("mul.hi.s32") == 0, n
