@@ -193,7 +193,7 @@ constexpr int kSmallSplitK = DSPARKCTL_SMALL_SPLIT_K;
 // instructions in LARGE16, -112 in the 8-byte WS kernel's producer). DSPARKCTL_DEQ_UNSIGNED: the
 // chunk -> candidate division and the scale byte's index in unsigned arithmetic (the signed forms
 // add sign fix-ups a chunk: -48 in LARGE16, ~-130 in the 8-byte kernels). Two same-call runs
-// against v61 (bench/results/kernel_h200_v62_dequant2/): mean -0.08 us over the 34 short rows,
+// against v61 (bench/results/kernel_h200_v62_dequant2/): mean -0.16 / -0.08 us over the 34 short rows,
 // DSpark +512 T = 10 -0.35 / -0.43, +512 T = 50 -0.29 / -0.35; 128 heads +1024 T = 64 +0.5 / +0.8.
 #ifndef DSPARKCTL_POW2_F32
 #define DSPARKCTL_POW2_F32 1
