@@ -215,6 +215,22 @@ constexpr bool kPow2F32 = DSPARKCTL_POW2_F32 == 1;
 constexpr bool kDeqLaneHalves = DSPARKCTL_DEQ_LANE_HALVES == 1;
 constexpr bool kDeqSplit16 = DSPARKCTL_DEQ_SPLIT16 == 1;
 constexpr bool kDeqUnsigned = DSPARKCTL_DEQ_UNSIGNED == 1;
+// Session 35 candidate (off): DSPARKCTL_CP_IGNORE_SRC issues the zero-filling cp.async with PTX's
+// ignore-src predicate instead of a src-size register (ptxas rebuilt the predicate from the size
+// with ~5 integer instructions a copy: sign bit, shift, xor, subtract, mask, compare).
+#ifndef DSPARKCTL_CP_IGNORE_SRC
+#define DSPARKCTL_CP_IGNORE_SRC 0
+#endif
+static_assert(DSPARKCTL_CP_IGNORE_SRC == 0 || DSPARKCTL_CP_IGNORE_SRC == 1, "on or off");
+constexpr bool kCpIgnoreSrc = DSPARKCTL_CP_IGNORE_SRC == 1;
+// DSPARKCTL_PREFETCH_ONE_TEST (off): the tile loader's copies test each candidate's offset once,
+// in the copy's own asm (source address and ignore-src predicate from one compare), instead of
+// selecting -1, testing the 64-bit result again for the address and again for the copy's size.
+#ifndef DSPARKCTL_PREFETCH_ONE_TEST
+#define DSPARKCTL_PREFETCH_ONE_TEST 0
+#endif
+static_assert(DSPARKCTL_PREFETCH_ONE_TEST == 0 || DSPARKCTL_PREFETCH_ONE_TEST == 1, "on or off");
+constexpr bool kPrefetchOneTest = DSPARKCTL_PREFETCH_ONE_TEST == 1;
 
 template <int MT, int BN>
 struct Cfg {
@@ -301,6 +317,17 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], 
 template <int BYTES>
 __device__ __forceinline__ void cp_async(void* dst, const void* src, bool valid) {
   const int src_size = valid ? BYTES : 0;
+  if constexpr (kCpIgnoreSrc) {
+    // zero-fills the BYTES when !valid, reading nothing (as src-size 0 does)
+    if constexpr (BYTES == 16) {
+      asm volatile("{\n\t.reg .pred p;\n\tsetp.eq.u32 p, %2, 0;\n\tcp.async.cg.shared.global [%0], [%1], 16, p;\n\t}\n"
+                   ::"r"(smem_u32(dst)), "l"(src), "r"(uint32_t(valid)) : "memory");
+    } else {
+      asm volatile("{\n\t.reg .pred p;\n\tsetp.eq.u32 p, %2, 0;\n\tcp.async.ca.shared.global [%0], [%1], %3, p;\n\t}\n"
+                   ::"r"(smem_u32(dst)), "l"(src), "r"(uint32_t(valid)), "n"(BYTES) : "memory");
+    }
+    return;
+  }
   if constexpr (BYTES == 16) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dst)), "l"(src), "r"(src_size)
                  : "memory");
@@ -717,6 +744,17 @@ struct Tile {
   static __device__ __forceinline__ void prefetch(const SparseMlaCache& c, const int64_t* sOff, uint8_t* sRaw,
                                                   uint8_t* sScale) {
     const int tid = tid_fresh();
+    if constexpr (kOneTest) {
+      prefetch_one_test(c, sOff, sRaw, sScale, tid);
+    } else {
+      prefetch_select(c, sOff, sRaw, sScale, tid);
+    }
+  }
+  // PREFETCH_ONE_TEST everywhere but the 32-candidate tiles' 8-byte copies: SMALL's, at Hopper's
+  // 128-register cap, spills 20 bytes with it (the 8-byte path holds 10 offsets a thread).
+  static constexpr bool kOneTest = kPrefetchOneTest && !(BN == 32 && VEC == 8);
+  static __device__ __forceinline__ void prefetch_select(const SparseMlaCache& c, const int64_t* sOff, uint8_t* sRaw,
+                                                         uint8_t* sScale, int tid) {
     int64_t src[NPT_N + NPT_R + 1];
 #pragma unroll
     for (int j = 0; j < NPT_N; ++j) {
@@ -748,6 +786,58 @@ struct Tile {
       const int64_t a = src[NPT_N + NPT_R];
       cp_async<8>(sScale + tid * 8, c.base + (a >= 0 ? a : 0), a >= 0);
     }
+    cp_async_commit();
+  }
+
+  // PREFETCH_ONE_TEST: as prefetch, but each copy tests its candidate's offset (-1 = invalid)
+  // once, inside one asm statement that also forms the source address and issues the copy with
+  // the ignore-src predicate. All offsets are loaded first: each copy's asm has a memory clobber,
+  // so a load placed after one would wait for it.
+  template <int BYTES>
+  static __device__ __forceinline__ void cp_async_off(void* dst, const uint8_t* base, int64_t off, int add) {
+    if constexpr (BYTES == 16) {
+      asm volatile("{\n\t.reg .pred p;\n\t.reg .s64 a;\n\tsetp.lt.s64 p, %2, 0;\n\tcvt.s64.s32 a, %3;\n\t"
+                   "add.s64 a, a, %2;\n\tselp.b64 a, 0, a, p;\n\tadd.s64 a, a, %1;\n\t"
+                   "cp.async.cg.shared.global [%0], [a], 16, p;\n\t}\n"
+                   ::"r"(smem_u32(dst)), "l"(base), "l"(off), "r"(add) : "memory");
+    } else {
+      asm volatile("{\n\t.reg .pred p;\n\t.reg .s64 a;\n\tsetp.lt.s64 p, %2, 0;\n\tcvt.s64.s32 a, %3;\n\t"
+                   "add.s64 a, a, %2;\n\tselp.b64 a, 0, a, p;\n\tadd.s64 a, a, %1;\n\t"
+                   "cp.async.ca.shared.global [%0], [a], %4, p;\n\t}\n"
+                   ::"r"(smem_u32(dst)), "l"(base), "l"(off), "r"(add), "n"(BYTES) : "memory");
+    }
+  }
+  static __device__ __forceinline__ void prefetch_one_test(const SparseMlaCache& c, const int64_t* sOff, uint8_t* sRaw,
+                                                           uint8_t* sScale, int tid) {
+    constexpr int N = NPT_N + NPT_R + 1;
+    int64_t off[N];
+    int add[N];
+#pragma unroll
+    for (int j = 0; j < NPT_N; ++j) {
+      const int k = tid + j * kThreads;
+      const int cand = kDeqUnsigned ? int(unsigned(k < NOPE ? k : 0) / unsigned(NCPC)) : (k < NOPE ? k : 0) / NCPC;
+      off[j] = sOff[cand];
+      add[j] = (k - cand * NCPC) * VEC;
+    }
+#pragma unroll
+    for (int j = 0; j < NPT_R; ++j) {
+      const int r = tid + j * kThreads;
+      const int cand = kDeqUnsigned ? int(unsigned(r < ROPE ? r : 0) / unsigned(RCPC)) : (r < ROPE ? r : 0) / RCPC;
+      off[NPT_N + j] = sOff[cand];
+      add[NPT_N + j] = kDN + (r - cand * RCPC) * VEC;
+    }
+    off[N - 1] = sOff[BN + (tid < BN ? tid : 0)];
+#pragma unroll
+    for (int j = 0; j < NPT_N; ++j) {
+      const int k = tid + j * kThreads;
+      if (NOPE % kThreads == 0 || k < NOPE) cp_async_off<VEC>(sRaw + k * VEC, c.base, off[j], add[j]);
+    }
+#pragma unroll
+    for (int j = 0; j < NPT_R; ++j) {
+      const int r = tid + j * kThreads;
+      if (ROPE % kThreads == 0 || r < ROPE) cp_async_off<VEC>(sRaw + (NOPE + r) * VEC, c.base, off[NPT_N + j], add[NPT_N + j]);
+    }
+    if (tid < BN) cp_async_off<8>(sScale + tid * 8, c.base, off[N - 1], 0);
     cp_async_commit();
   }
 
