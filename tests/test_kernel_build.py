@@ -159,7 +159,8 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     -DDSPARKCTL_LARGE16_SPLIT_K=0 and -DDSPARKCTL_SMALL_SPLIT_K=0, each for sm_90a and sm_120a) and
     SMALL16's rejected version on (-DDSPARKCTL_SMALL_SPLIT_K=2, sm_120a), and v61's two
     dequantization changes each turned off (-DDSPARKCTL_POW2_F32=0, -DDSPARKCTL_DEQ_LANE_HALVES=0,
-    sm_90a and sm_120a) and v62's (-DDSPARKCTL_DEQ_SPLIT16=0, -DDSPARKCTL_DEQ_UNSIGNED=0, sm_90a), as
+    sm_90a and sm_120a) and v62's (-DDSPARKCTL_DEQ_SPLIT16=0, -DDSPARKCTL_DEQ_UNSIGNED=0, sm_90a) and
+    v63's (-DDSPARKCTL_CP_IGNORE_SRC=0, -DDSPARKCTL_PREFETCH_ONE_TEST=0, sm_90a), as
     {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
     if build.find_nvcc() is None:
         pytest.skip("nvcc not installed: cannot compile-check CUDA")
@@ -193,6 +194,8 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_120a_no_lane_halves": ["-arch=sm_120a", "-DDSPARKCTL_DEQ_LANE_HALVES=0"],
         "sm_90a_no_split16": ["-arch=sm_90a", "-DDSPARKCTL_DEQ_SPLIT16=0"],
         "sm_90a_no_unsigned": ["-arch=sm_90a", "-DDSPARKCTL_DEQ_UNSIGNED=0"],
+        "sm_90a_no_cp_ignore_src": ["-arch=sm_90a", "-DDSPARKCTL_CP_IGNORE_SRC=0"],
+        "sm_90a_no_prefetch_one_test": ["-arch=sm_90a", "-DDSPARKCTL_PREFETCH_ONE_TEST=0"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -609,3 +612,36 @@ def test_unsigned_chunk_index_math_changes_only_the_main_kernels(kernel_ptx: dic
     assert moved == main and len(moved) >= 11, sorted(moved)
     for n in moved:
         assert base[n].count("mul.hi.s32") > 0 and cand[n].count("mul.hi.s32") == 0, n
+
+
+_CP_SIZE_FORM = re.compile(r"cp\.async\.c[ag]\.shared\.global \[[^\]]+\], \[[^\]]+\], \d+, %r\d+;")
+_CP_PRED_FORM = re.compile(r"cp\.async\.c[ag]\.shared\.global \[[^\]]+\], \[[^\]]+\], \d+, p;")
+
+
+def test_every_zero_filling_copy_uses_the_ignore_src_predicate(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """v63 (-DDSPARKCTL_CP_IGNORE_SRC, on; =0 is v62): the 8- and 16-byte cp.async that zero-fill
+    invalid candidates take PTX's ignore-src predicate, not a src-size register, on both shipped
+    targets; with =0, exactly the kernels that still had size-form copies move back."""
+    for key in ("sm_90a", "sm_120a"):
+        ptx = kernel_ptx[key]
+        assert not any(_CP_SIZE_FORM.search(body) for body in ptx.values()), key
+        assert sum(len(_CP_PRED_FORM.findall(body)) for body in ptx.values()) >= 100, key
+    base, cand = kernel_ptx["sm_90a_no_cp_ignore_src"], kernel_ptx["sm_90a"]
+    moved = {n for n in base if base[n] != cand[n]}
+    assert moved == {n for n in base if _CP_SIZE_FORM.search(base[n])} and len(moved) >= 4, sorted(moved)
+    for n in moved:
+        assert len(_CP_PRED_FORM.findall(cand[n])) == len(_CP_SIZE_FORM.findall(base[n])) > 0, n
+
+
+def test_prefetch_one_test_moves_the_main_loaders_but_smalls_8_byte_ones(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """v63 (-DDSPARKCTL_PREFETCH_ONE_TEST, on; =0 is v62): the main kernels' tile loader tests each
+    offset once, in the copy's asm. Every main kernel's loader moves except the clustered one (its
+    own multicast loader) and the 32-candidate 8-byte ones (SMALL's spilled with it at Hopper's
+    128-register cap); each moved kernel gains one 64-bit sign test per copy."""
+    base, cand = kernel_ptx["sm_90a_no_prefetch_one_test"], kernel_ptx["sm_90a"]
+    moved = {n for n in base if base[n] != cand[n]}
+    expect = {n for n in base if re.fullmatch(r"sparse_mla_decode_kernelILi\d+ELi\d+ELi\d+E", n)
+              and not re.search(r"ELi32ELi8E$", n)}
+    assert moved == expect and len(moved) == 8, sorted(moved)
+    for n in moved:
+        assert cand[n].count("setp.lt.s64") >= base[n].count("setp.lt.s64") + 10, n
