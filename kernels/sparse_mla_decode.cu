@@ -321,7 +321,6 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], 
 // zero-fills, which is how invalid candidates become exact zero rows without a load.
 template <int BYTES>
 __device__ __forceinline__ void cp_async(void* dst, const void* src, bool valid) {
-  const int src_size = valid ? BYTES : 0;
   if constexpr (kCpIgnoreSrc) {
     // zero-fills the BYTES when !valid, reading nothing (as src-size 0 does)
     if constexpr (BYTES == 16) {
@@ -333,6 +332,7 @@ __device__ __forceinline__ void cp_async(void* dst, const void* src, bool valid)
     }
     return;
   }
+  const int src_size = valid ? BYTES : 0;
   if constexpr (BYTES == 16) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dst)), "l"(src), "r"(src_size)
                  : "memory");
@@ -729,6 +729,13 @@ __device__ __forceinline__ int tid_fresh() {
   return t;
 }
 
+// A chunk index's candidate, k / D for k >= 0 (DEQ_UNSIGNED: in unsigned arithmetic, without the
+// signed division's fix-ups).
+template <int D>
+__device__ __forceinline__ int chunk_cand(int k) {
+  return kDeqUnsigned ? int(unsigned(k) / unsigned(D)) : k / D;
+}
+
 template <int BN, int VEC>
 struct Tile {
   static constexpr int NCPC = kDN / VEC;               // nope chunks per candidate
@@ -764,14 +771,14 @@ struct Tile {
 #pragma unroll
     for (int j = 0; j < NPT_N; ++j) {
       const int k = tid + j * kThreads;
-      const int cand = kDeqUnsigned ? int(unsigned(k < NOPE ? k : 0) / unsigned(NCPC)) : (k < NOPE ? k : 0) / NCPC;
+      const int cand = chunk_cand<NCPC>(k < NOPE ? k : 0);
       const int64_t off = sOff[cand];
       src[j] = off >= 0 ? off + (k - cand * NCPC) * VEC : -1;
     }
 #pragma unroll
     for (int j = 0; j < NPT_R; ++j) {
       const int r = tid + j * kThreads;
-      const int cand = kDeqUnsigned ? int(unsigned(r < ROPE ? r : 0) / unsigned(RCPC)) : (r < ROPE ? r : 0) / RCPC;
+      const int cand = chunk_cand<RCPC>(r < ROPE ? r : 0);
       const int64_t off = sOff[cand];
       src[NPT_N + j] = off >= 0 ? off + kDN + (r - cand * RCPC) * VEC : -1;
     }
@@ -820,14 +827,14 @@ struct Tile {
 #pragma unroll
     for (int j = 0; j < NPT_N; ++j) {
       const int k = tid + j * kThreads;
-      const int cand = kDeqUnsigned ? int(unsigned(k < NOPE ? k : 0) / unsigned(NCPC)) : (k < NOPE ? k : 0) / NCPC;
+      const int cand = chunk_cand<NCPC>(k < NOPE ? k : 0);
       off[j] = sOff[cand];
       add[j] = (k - cand * NCPC) * VEC;
     }
 #pragma unroll
     for (int j = 0; j < NPT_R; ++j) {
       const int r = tid + j * kThreads;
-      const int cand = kDeqUnsigned ? int(unsigned(r < ROPE ? r : 0) / unsigned(RCPC)) : (r < ROPE ? r : 0) / RCPC;
+      const int cand = chunk_cand<RCPC>(r < ROPE ? r : 0);
       off[NPT_N + j] = sOff[cand];
       add[NPT_N + j] = kDN + (r - cand * RCPC) * VEC;
     }
@@ -904,7 +911,7 @@ struct Tile {
     for (int g = 0; g < G; ++g) {
       const int k = tid + (j0 + g) * kThreads;
       if (j0 + g < NPT_N && (NOPE % kThreads == 0 || k < NOPE)) {
-        const int cand = kDeqUnsigned ? int(unsigned(k) / unsigned(NCPC)) : k / NCPC;
+        const int cand = chunk_cand<NCPC>(k);
         if constexpr (kHalves) {
           const uint2 x = *reinterpret_cast<const uint2*>(sRaw + k * VEC + first);
           const uint2 y = *reinterpret_cast<const uint2*>(sRaw + k * VEC + (8 - first));
@@ -920,7 +927,7 @@ struct Tile {
     for (int g = 0; g < G; ++g) {
       const int k = tid + (j0 + g) * kThreads;
       if (j0 + g < NPT_N && (NOPE % kThreads == 0 || k < NOPE)) {
-        const int cand = kDeqUnsigned ? int(unsigned(k) / unsigned(NCPC)) : k / NCPC;
+        const int cand = chunk_cand<NCPC>(k);
         const int ch = k - cand * NCPC;
         const uint32_t* w = reinterpret_cast<const uint32_t*>(&rn[g]);
         const uint32_t mult = f16_pow2x2(sb[g], maxb);
@@ -976,7 +983,7 @@ struct Tile {
     for (int j = 0; j < NPT_R; ++j) {
       const int r = tid + j * kThreads;
       if (ROPE % kThreads == 0 || r < ROPE) {
-        const int cand = kDeqUnsigned ? int(unsigned(r) / unsigned(RCPC)) : r / RCPC;
+        const int cand = chunk_cand<RCPC>(r);
         *reinterpret_cast<Vec*>(SW ? sKV + sw128_off<BN>(cand, kDN + (r - cand * RCPC) * (VEC / 2))
                                    : sKV + cand * kSRow + kDN + (r - cand * RCPC) * (VEC / 2)) = rr[j];
       }
