@@ -236,6 +236,23 @@ constexpr bool kCpIgnoreSrc = DSPARKCTL_CP_IGNORE_SRC == 1;
 #endif
 static_assert(DSPARKCTL_PREFETCH_ONE_TEST == 0 || DSPARKCTL_PREFETCH_ONE_TEST == 1, "on or off");
 constexpr bool kPrefetchOneTest = DSPARKCTL_PREFETCH_ONE_TEST == 1;
+// Session 35 candidate (off; prepared, not yet run on a GPU): DSPARKCTL_DEQ_SW_HALVES does for the
+// swizzled 16-byte tiles (the wgmma kernels' LARGE / LARGE32 on sm_90a) what DEQ_LANE_HALVES does
+// for padded rows: a chunk whose odd piece is stored first (chunks 4-7 of each 8) loads that
+// half first, so the converted halves need no `sw ? b : a` select (8 a chunk).
+#ifndef DSPARKCTL_DEQ_SW_HALVES
+#define DSPARKCTL_DEQ_SW_HALVES 0
+#endif
+static_assert(DSPARKCTL_DEQ_SW_HALVES == 0 || DSPARKCTL_DEQ_SW_HALVES == 1, "on or off");
+constexpr bool kDeqSwHalves = DSPARKCTL_DEQ_SW_HALVES == 1;
+// Session 35 candidate (off; prepared, not yet run): DSPARKCTL_WS_LO_SPLIT16 converts warpgroup 1's
+// e4m3 lo part of P (WS_NOPE_P_HILO) through fp8x4_to_f16x2x2 too (DEQ_SPLIT16's in-place halves:
+// no shift a word, 8 a tile).
+#ifndef DSPARKCTL_WS_LO_SPLIT16
+#define DSPARKCTL_WS_LO_SPLIT16 0
+#endif
+static_assert(DSPARKCTL_WS_LO_SPLIT16 == 0 || DSPARKCTL_WS_LO_SPLIT16 == 1, "on or off");
+constexpr bool kWsLoSplit16 = DSPARKCTL_WS_LO_SPLIT16 == 1;
 
 template <int MT, int BN>
 struct Cfg {
@@ -904,15 +921,18 @@ struct Tile {
                                                     int tid, uint32_t maxb, int j0) {
     Vec rn[G];
     uint32_t sb[G];
-    // DEQ_LANE_HALVES: this lane's first-stored half (odd lanes: bytes 8-15) in rn's low words
+    // DEQ_LANE_HALVES: this lane's first-stored half (odd lanes: bytes 8-15) in rn's low words;
+    // DEQ_SW_HALVES: the same for the swizzled tiles, by chunk (chunks 4-7 of 8: bytes 8-15)
     constexpr bool kHalves = kDeqLaneHalves && VEC == 16 && !SW;
-    const int first = kHalves ? (tid & 1) * 8 : 0;
+    constexpr bool kSwHalves = kDeqSwHalves && VEC == 16 && SW;
+    const int first_lane = kHalves ? (tid & 1) * 8 : 0;
 #pragma unroll
     for (int g = 0; g < G; ++g) {
       const int k = tid + (j0 + g) * kThreads;
       if (j0 + g < NPT_N && (NOPE % kThreads == 0 || k < NOPE)) {
         const int cand = chunk_cand<NCPC>(k);
-        if constexpr (kHalves) {
+        const int first = kSwHalves ? (((k - cand * NCPC) >> 2) & 1) * 8 : first_lane;
+        if constexpr (kHalves || kSwHalves) {
           const uint2 x = *reinterpret_cast<const uint2*>(sRaw + k * VEC + first);
           const uint2 y = *reinterpret_cast<const uint2*>(sRaw + k * VEC + (8 - first));
           reinterpret_cast<uint4&>(rn[g]) = make_uint4(x.x, x.y, y.x, y.y);
@@ -943,15 +963,20 @@ struct Tile {
           // wavefronts per store instruction, the minimum; without the swap 7.4).
           const uint4 a = make_uint4(o[0], o[1], o[2], o[3]);
           const uint4 b = make_uint4(o[4], o[5], o[6], o[7]);
-          if constexpr (SW) {
+          if constexpr (kSwHalves) {
+            // a holds the piece stored first (see the loads)
+            const int sw = (ch >> 2) & 1;
+            *reinterpret_cast<uint4*>(sKV + sw128_off<BN>(cand, ch * 16 + sw * 8)) = a;
+            *reinterpret_cast<uint4*>(sKV + sw128_off<BN>(cand, ch * 16 + (sw ^ 1) * 8)) = b;
+          } else if constexpr (SW) {
             const int sw = (ch >> 2) & 1;
             *reinterpret_cast<uint4*>(sKV + sw128_off<BN>(cand, ch * 16 + sw * 8)) = sw ? b : a;
             *reinterpret_cast<uint4*>(sKV + sw128_off<BN>(cand, ch * 16 + (sw ^ 1) * 8)) = sw ? a : b;
           } else if constexpr (kHalves) {
             // a holds the half this lane stores first (see the loads)
             __nv_bfloat16* row = sKV + cand * kSRow + ch * VEC;
-            *reinterpret_cast<uint4*>(row + first) = a;
-            *reinterpret_cast<uint4*>(row + (8 - first)) = b;
+            *reinterpret_cast<uint4*>(row + first_lane) = a;
+            *reinterpret_cast<uint4*>(row + (8 - first_lane)) = b;
           } else {
             uint4* dst = reinterpret_cast<uint4*>(sKV + cand * kSRow + ch * VEC);
             const bool odd = tid & 1;
@@ -3269,8 +3294,12 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 #pragma unroll
         for (int n = 0; n < 8; ++n) {
           const uint32_t w = src[n * 128];
-          lo[2 * n] = fp8x2_to_f16x2(w & 0xffffu, kWsLo8Unscale);
-          lo[2 * n + 1] = fp8x2_to_f16x2(w >> 16, kWsLo8Unscale);
+          if constexpr (kWsLoSplit16) {
+            fp8x4_to_f16x2x2(w, kWsLo8Unscale, lo[2 * n], lo[2 * n + 1]);
+          } else {
+            lo[2 * n] = fp8x2_to_f16x2(w & 0xffffu, kWsLo8Unscale);
+            lo[2 * n + 1] = fp8x2_to_f16x2(w >> 16, kWsLo8Unscale);
+          }
         }
       }
       wgmma_fence();
