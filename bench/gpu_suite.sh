@@ -4,19 +4,29 @@
 #   bench/gpu_suite.sh [quick|cluster]
 # quick: install, cluster doctor, smoke; cluster: install and the two cluster commands only.
 # NPROC (default: every GPU on the host) ranks run the cluster commands.
-# Needs: python3 with CUDA torch, nvcc; wheels for SGLang's import-time packages in .dev/whl
-# (see README, "GPU verification") and the test wheel cache in .dev/wheelcache when offline.
+# Needs: python3 with CUDA torch, nvcc; offline, what `python bench/device_wheels.py download
+# .dev/devwheels` puts there (carry .dev/devwheels): SGLang's import-time wheels and the SGLang
+# wheel for the route / install tests (older trees: .dev/whl and .dev/wheelcache).
 set -u
 OUT=${OUT:-$PWD/gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 ROOT=$PWD
-if ls .dev/whl/*.whl >/dev/null 2>&1; then
+if [ -d .dev/devwheels/whl ]; then
+  # bench/device_wheels.py download .dev/devwheels (here): SGLang's import-time wheels, installed
+  # only where this interpreter lacks them, and the SGLang wheel without its native libraries
+  python3 bench/device_wheels.py install .dev/devwheels/whl /tmp/site || exit 3
+  export PYTHONPATH=/tmp/site:$ROOT
+elif ls .dev/whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .dev/whl/*.whl || exit 3
   export PYTHONPATH=/tmp/site:$ROOT
 else
   export PYTHONPATH=$ROOT
 fi
-[ -d .dev/wheelcache ] && export DSPARKCTL_WHEEL_CACHE=$ROOT/.dev/wheelcache
+if [ -d .dev/devwheels/wheelcache ]; then
+  export DSPARKCTL_WHEEL_CACHE=$ROOT/.dev/devwheels/wheelcache
+elif [ -d .dev/wheelcache ]; then
+  export DSPARKCTL_WHEEL_CACHE=$ROOT/.dev/wheelcache
+fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$OUT/suite.log" 2>&1
 python3 -c 'import torch; print("torch", torch.__version__, torch.version.cuda)' >> "$OUT/suite.log"
 date -u +%FT%TZ >> "$OUT/suite.log"
