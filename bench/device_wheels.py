@@ -14,8 +14,9 @@
   `sglang.kernels.ops.attention.flash_mla_sm120` (what tests/test_route_gpu.py calls) in a fresh
   CPU venv holding only torch, triton and numpy, installing each missing module until it imported
   (session 35; pillow too, which the list leaves to the machine's torchvision). The v53 suite
-  skipped that test for `orjson` alone. About 35 MiB in all: with the tracked tree (~26 MiB) that
-  is just under the 64 MiB a device call carries.
+  skipped that test for `orjson` alone. About 35 MiB in all; with `--have
+  bench/h200_image_packages.txt` (the H200 image's own distributions left out) ~29 MiB, which
+  with the tracked tree (~28 MiB) stays under the 64 MiB a device call carries.
 
 `install` installs, with `pip --no-index --no-deps --target`, only the wheels whose top-level
 modules the running interpreter cannot import already, so the machine's own packages (torch's
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import re
 import subprocess
 import sys
 import zipfile
@@ -96,7 +98,29 @@ def missing_wheels(wheels: list[Path], importable=None) -> list[Path]:
     return out
 
 
-def download(out: Path, python_version: str) -> int:
+def normalized(name: str) -> str:
+    """PEP 503's normalized distribution name, which is how wheel file names and lists compare."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def read_have(path: Path) -> set[str]:
+    """Distribution names from a file (comma, space or newline separated; `#` starts a comment)."""
+    text = "\n".join(line.split("#", 1)[0] for line in path.read_text().splitlines())
+    return {normalized(n) for n in re.split(r"[,\s]+", text) if n}
+
+
+def prune_present(wheels: list[Path], have: set[str]) -> list[Path]:
+    """Delete the wheels of distributions the target machine already has; returns those deleted.
+    `install` would skip them there anyway: leaving them here keeps the carried tree small."""
+    dropped = []
+    for w in sorted(wheels):
+        if normalized(w.name.split("-", 1)[0]) in have:
+            w.unlink()
+            dropped.append(w)
+    return dropped
+
+
+def download(out: Path, python_version: str, have: set[str] | None = None) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
     import realwheels
 
@@ -115,6 +139,9 @@ def download(out: Path, python_version: str) -> int:
     if res.returncode != 0:
         print(f"device_wheels: pip download failed:\n{res.stderr}", file=sys.stderr)
         return 1
+    if have:
+        dropped = prune_present(sorted(whl.glob("*.whl")), have)
+        print(f"left out {len(dropped)} wheels the target already has")
     wheels = sorted(whl.glob("*.whl"))
     size = sum(w.stat().st_size for w in wheels) + (cache / src.name).stat().st_size
     print(f"{len(wheels)} wheels in {whl}; {size / 2**20:.1f} MiB with the sglang wheel")
@@ -142,12 +169,17 @@ def main(argv: list[str] | None = None) -> int:
     d = sub.add_parser("download")
     d.add_argument("out")
     d.add_argument("--python-version", default="3.12")
+    d.add_argument("--have", type=Path, help="file of distributions the target already has "
+                   "(bench/h200_image_packages.txt for the H200 image): their wheels are left out")
     i = sub.add_parser("install")
     i.add_argument("whl_dir")
     i.add_argument("target")
     args = ap.parse_args(argv)
     if args.cmd == "download":
-        return download(Path(args.out), args.python_version)
+        if args.have is not None and not args.have.is_file():
+            print(f"device_wheels: --have {args.have}: no such file", file=sys.stderr)
+            return 2
+        return download(Path(args.out), args.python_version, read_have(args.have) if args.have else None)
     return install(Path(args.whl_dir), Path(args.target))
 
 

@@ -236,20 +236,23 @@ constexpr bool kCpIgnoreSrc = DSPARKCTL_CP_IGNORE_SRC == 1;
 #endif
 static_assert(DSPARKCTL_PREFETCH_ONE_TEST == 0 || DSPARKCTL_PREFETCH_ONE_TEST == 1, "on or off");
 constexpr bool kPrefetchOneTest = DSPARKCTL_PREFETCH_ONE_TEST == 1;
-// Session 35 candidate (off; prepared, not yet run on a GPU): DSPARKCTL_DEQ_SW_HALVES does for the
-// swizzled 16-byte tiles (the wgmma kernels' LARGE / LARGE32 on sm_90a) what DEQ_LANE_HALVES does
-// for padded rows: a chunk whose odd piece is stored first (chunks 4-7 of each 8) loads that
-// half first, so the converted halves need no `sw ? b : a` select (8 a chunk).
+// v64 (session 36; each flag =0 rebuilds v63; outputs bit for bit): DSPARKCTL_DEQ_SW_HALVES does
+// for the swizzled 16-byte tiles (the wgmma kernels' LARGE / LARGE32 on sm_90a) what
+// DEQ_LANE_HALVES does for padded rows: a chunk whose odd piece is stored first (chunks 4-7 of
+// each 8) loads that half first, so the converted halves need no `sw ? b : a` select (56 SEL
+// fewer in each; LARGE32 <2, 64, 16> -24 SASS instructions, LARGE <4, 64, 16> -40).
+// DSPARKCTL_WS_LO_SPLIT16 converts warpgroup 1's e4m3 lo part of P (WS_NOPE_P_HILO) through
+// fp8x4_to_f16x2x2 too (DEQ_SPLIT16's in-place halves: no shift a word, 8 a tile). H200, same
+// call, 3 rounds against v63 (bench/results/kernel_h200_v64_candidates/): T = 1 at 128 heads +1024
+// (LARGE32) 12.99 -> 12.66 us, 64 heads +512 T = 8 17.17 -> 16.98, every other row within
+// -0.11 / +0.20 (noise-sized).
 #ifndef DSPARKCTL_DEQ_SW_HALVES
-#define DSPARKCTL_DEQ_SW_HALVES 0
+#define DSPARKCTL_DEQ_SW_HALVES 1
 #endif
 static_assert(DSPARKCTL_DEQ_SW_HALVES == 0 || DSPARKCTL_DEQ_SW_HALVES == 1, "on or off");
 constexpr bool kDeqSwHalves = DSPARKCTL_DEQ_SW_HALVES == 1;
-// Session 35 candidate (off; prepared, not yet run): DSPARKCTL_WS_LO_SPLIT16 converts warpgroup 1's
-// e4m3 lo part of P (WS_NOPE_P_HILO) through fp8x4_to_f16x2x2 too (DEQ_SPLIT16's in-place halves:
-// no shift a word, 8 a tile).
 #ifndef DSPARKCTL_WS_LO_SPLIT16
-#define DSPARKCTL_WS_LO_SPLIT16 0
+#define DSPARKCTL_WS_LO_SPLIT16 1
 #endif
 static_assert(DSPARKCTL_WS_LO_SPLIT16 == 0 || DSPARKCTL_WS_LO_SPLIT16 == 1, "on or off");
 constexpr bool kWsLoSplit16 = DSPARKCTL_WS_LO_SPLIT16 == 1;

@@ -63,3 +63,25 @@ def test_installs_only_what_the_interpreter_lacks(tmp_path: Path) -> None:
 def test_install_refuses_an_empty_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert dw.main(["install", str(tmp_path), str(tmp_path / "site")]) == 2
     assert "no wheels" in capsys.readouterr().err
+
+
+def test_prune_present_drops_the_targets_own_distributions(tmp_path: Path) -> None:
+    keep = _wheel(tmp_path / "pydantic_core-2-cp312-cp312-x.whl", {"pydantic_core/__init__.py": b""})
+    drop = _wheel(tmp_path / "Typing_Extensions-4-py3-none-any.whl", {"typing_extensions.py": b""})
+    have_file = tmp_path / "have.txt"
+    have_file.write_text("# image\ntorch, typing-extensions\nnumpy  # comment\n")
+    have = dw.read_have(have_file)
+    assert have == {"torch", "typing-extensions", "numpy"}
+    assert dw.prune_present([keep, drop], have) == [drop]
+    assert keep.exists() and not drop.exists()
+
+
+def test_shipped_image_list_names_the_h200_images_torch_stack() -> None:
+    have = dw.read_have(Path(dw.__file__).with_name("h200_image_packages.txt"))
+    assert {"torch", "triton", "numpy", "aiohttp", "pygments"} <= have
+    assert not have & {"orjson", "pydantic-core", "msgspec"}  # what the v53 suite lacked and must travel
+
+
+def test_download_refuses_a_missing_have_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert dw.main(["download", str(tmp_path / "out"), "--have", str(tmp_path / "nope.txt")]) == 2
+    assert "no such file" in capsys.readouterr().err

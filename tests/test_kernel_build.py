@@ -160,7 +160,8 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     SMALL16's rejected version on (-DDSPARKCTL_SMALL_SPLIT_K=2, sm_120a), and v61's two
     dequantization changes each turned off (-DDSPARKCTL_POW2_F32=0, -DDSPARKCTL_DEQ_LANE_HALVES=0,
     sm_90a and sm_120a) and v62's (-DDSPARKCTL_DEQ_SPLIT16=0, -DDSPARKCTL_DEQ_UNSIGNED=0, sm_90a) and
-    v63's (-DDSPARKCTL_CP_IGNORE_SRC=0, -DDSPARKCTL_PREFETCH_ONE_TEST=0, sm_90a), as
+    v63's (-DDSPARKCTL_CP_IGNORE_SRC=0, -DDSPARKCTL_PREFETCH_ONE_TEST=0, sm_90a) and v64's
+    (-DDSPARKCTL_DEQ_SW_HALVES=0, -DDSPARKCTL_WS_LO_SPLIT16=0, sm_90a), as
     {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
     if build.find_nvcc() is None:
         pytest.skip("nvcc not installed: cannot compile-check CUDA")
@@ -196,6 +197,8 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_90a_no_unsigned": ["-arch=sm_90a", "-DDSPARKCTL_DEQ_UNSIGNED=0"],
         "sm_90a_no_cp_ignore_src": ["-arch=sm_90a", "-DDSPARKCTL_CP_IGNORE_SRC=0"],
         "sm_90a_no_prefetch_one_test": ["-arch=sm_90a", "-DDSPARKCTL_PREFETCH_ONE_TEST=0"],
+        "sm_90a_no_sw_halves": ["-arch=sm_90a", "-DDSPARKCTL_DEQ_SW_HALVES=0"],
+        "sm_90a_no_ws_lo_split16": ["-arch=sm_90a", "-DDSPARKCTL_WS_LO_SPLIT16=0"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -645,3 +648,29 @@ def test_prefetch_one_test_moves_the_main_loaders_but_smalls_8_byte_ones(kernel_
     assert moved == expect and len(moved) == 8, sorted(moved)
     for n in moved:
         assert cand[n].count("setp.lt.s64") >= base[n].count("setp.lt.s64") + 10, n
+
+
+def test_sw_halves_change_only_the_swizzled_16_byte_wgmma_tiles(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """v64 (-DDSPARKCTL_DEQ_SW_HALVES, on; =0 is v63): DEQ_LANE_HALVES for the swizzled tiles. Only
+    sm_90a's 16-byte wgmma main kernels move (LARGE <4, 64, 16> and LARGE32 <2, 64, 16>): 8-byte
+    shared loads in place of 16-byte ones, and fewer selects. sm_120a has no swizzled tiles."""
+    base, cand = kernel_ptx["sm_90a_no_sw_halves"], kernel_ptx["sm_90a"]
+    moved = {n for n in base if base[n] != cand[n]}
+    expect = {n for n in base if n.startswith("sparse_mla_decode_kernel") and n.endswith("ELi64ELi16E")
+              and "wgmma" in base[n]}
+    assert moved == expect and len(moved) == 2, sorted(moved)
+    for n in moved:
+        assert cand[n].count("ld.shared.v4.u32") < base[n].count("ld.shared.v4.u32"), n
+        assert cand[n].count("selp") < base[n].count("selp"), n
+
+
+def test_ws_lo_split16_drops_warpgroup_1s_shifts_only_in_the_16_byte_ws_kernel(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """v64 (-DDSPARKCTL_WS_LO_SPLIT16, on; =0 is v63): warpgroup 1's e4m3 lo part converted from
+    each word's 16-bit halves. Only the WS kernels move, with the same converts and fewer right
+    shifts."""
+    base, cand = kernel_ptx["sm_90a_no_ws_lo_split16"], kernel_ptx["sm_90a"]
+    moved = {n for n in base if base[n] != cand[n]}
+    assert moved and all(n.startswith("sparse_mla_decode_ws_kernel") for n in moved), sorted(moved)
+    for n in moved:
+        assert cand[n].count("cvt.rn.f16x2.e4m3x2") == base[n].count("cvt.rn.f16x2.e4m3x2"), n
+        assert cand[n].count("shr.u32") < base[n].count("shr.u32"), n
