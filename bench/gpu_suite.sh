@@ -63,7 +63,7 @@ step smoke "$OUT/smoke_tp4.json" python3 -m dsparkctl smoke --kernel bundled --j
 
 # 4. GPU tests (the kernel's own file is run by bench/kernel_device_run.sh)
 step gpu-tests "$OUT/gpu_tests.log" python3 -m pytest -q -rA -s -p no:cacheprovider -m gpu \
-  tests/test_route_gpu.py tests/test_install_gpu.py tests/test_kernel_smoke_gpu.py
+  tests/test_route_gpu.py tests/test_install_gpu.py tests/test_kernel_smoke_gpu.py tests/test_gpus.py
 tail -5 "$OUT/gpu_tests.log"
 
 # 5. long kernel-level smoke and smoke in cluster mode
