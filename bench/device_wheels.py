@@ -33,6 +33,9 @@ import sys
 import zipfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from dsparkctl.packages import canonical_name  # PEP 503 names, as doctor compares them
+
 SGLANG_VERSION = "0.5.23"
 # Distribution names (pip), not module names.
 # Also imported: PIL (pillow), left out for size (7 MiB): the H200 image's torchvision brings it.
@@ -98,15 +101,10 @@ def missing_wheels(wheels: list[Path], importable=None) -> list[Path]:
     return out
 
 
-def normalized(name: str) -> str:
-    """PEP 503's normalized distribution name, which is how wheel file names and lists compare."""
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def read_have(path: Path) -> set[str]:
     """Distribution names from a file (comma, space or newline separated; `#` starts a comment)."""
     text = "\n".join(line.split("#", 1)[0] for line in path.read_text().splitlines())
-    return {normalized(n) for n in re.split(r"[,\s]+", text) if n}
+    return {canonical_name(n) for n in re.split(r"[,\s]+", text) if n}
 
 
 def prune_present(wheels: list[Path], have: set[str]) -> list[Path]:
@@ -114,7 +112,7 @@ def prune_present(wheels: list[Path], have: set[str]) -> list[Path]:
     `install` would skip them there anyway: leaving them here keeps the carried tree small."""
     dropped = []
     for w in sorted(wheels):
-        if normalized(w.name.split("-", 1)[0]) in have:
+        if canonical_name(w.name.split("-", 1)[0]) in have:
             w.unlink()
             dropped.append(w)
     return dropped
