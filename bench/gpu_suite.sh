@@ -5,7 +5,7 @@
 # quick: install, cluster doctor, smoke; cluster: install and the two cluster commands only.
 # NPROC (default: every GPU on the host) ranks run the cluster commands.
 # Needs: python3 with CUDA torch, nvcc; offline, what `python bench/device_wheels.py download
-# .dev/devwheels` puts there (carry .dev/devwheels): SGLang's import-time wheels and the SGLang
+# .dev/devwheels --have bench/h200_image_packages.txt` puts there (carry .dev/devwheels): SGLang's import-time wheels and the SGLang
 # wheel for the route / install tests (older trees: .dev/whl and .dev/wheelcache).
 set -u
 OUT=${OUT:-$PWD/gpu-out}; mkdir -p "$OUT"
