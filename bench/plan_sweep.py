@@ -80,7 +80,17 @@ def main() -> int:
         help="force only this layout (a shorter run; e.g. one layout on two builds in one call)",
     )
     ap.add_argument("--heads", type=int, nargs="+", help="only the shapes of these head counts (a shorter run)")
+    ap.add_argument("--T", type=int, nargs="+", dest="tokens", help="only the shapes of these token counts")
+    ap.add_argument(
+        "--valid",
+        type=int,
+        help="the DSpark shapes' valid length instead of 133 (1..192): the host plan cannot see it, so a plan "
+        "fitted at 133 should be checked at the full topk too",
+    )
     args = ap.parse_args()
+    if args.valid is not None and not 1 <= args.valid <= 192:
+        print(f"plan_sweep: --valid {args.valid}: the DSpark shapes' topk is 192; give 1..192", file=sys.stderr)
+        return 2
     if not torch.cuda.is_available():
         print("plan_sweep: no CUDA device", file=sys.stderr)
         return 2
@@ -94,6 +104,10 @@ def main() -> int:
     for i, shape in enumerate(sweep_shapes()):
         if (args.kind and shape["kind"] != args.kind) or (args.heads and shape["H"] not in args.heads):
             continue
+        if args.tokens and shape["T"] not in args.tokens:
+            continue
+        if args.valid is not None and shape["kind"] == "dspark":
+            shape = {**shape, "valid": args.valid}
         nbytes, _ = call_bytes_flops(shape, make_sets(shape, caches, 1, seed=10_000 + i)[0])
         sets = make_sets(shape, caches, int(min(32, max(4, math.ceil(240e6 / nbytes)))), seed=i)
         auto = (
