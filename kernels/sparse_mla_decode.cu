@@ -256,6 +256,25 @@ constexpr bool kDeqSwHalves = DSPARKCTL_DEQ_SW_HALVES == 1;
 #endif
 static_assert(DSPARKCTL_WS_LO_SPLIT16 == 0 || DSPARKCTL_WS_LO_SPLIT16 == 1, "on or off");
 constexpr bool kWsLoSplit16 = DSPARKCTL_WS_LO_SPLIT16 == 1;
+// v65 (session 37; DSPARKCTL_WS_TAIL16=0 rebuilds v64; outputs bit for bit): a WS tile whose live
+// rows (its positions below the row's length) all fall in its first 16 candidates, e.g. DSpark's
+// third tile at valid length 133 (5 live), is converted by all 128 producer threads (2 of the 14
+// units of each of the 16 rows a thread, instead of warp 0 alone converting its 16 rows' full
+// share while the other warps idle, which is why v41's tail skip gained nothing), and the
+// consumers run P for its first 16 columns and P.V for its first k-step only (a sequence of its
+// own, so the full tiles' has no branch between its wgmmas). Rows 16-63 keep stale bytes: S still
+// reads them (m64n64: at n16 one chain is as long, v41; two n16 chains cost the full tiles up to
+// +2 us, session 37), but their scores are masked by a select and no P.V reads them. 16-byte path
+// only (the 8-byte one lands rows elsewhere). Why: the probe bench/results/kernel_h200_v65_tail16/
+// probe_valid/ had DSpark T = 50 at 17.98 us with valid length 133 and 14.71 with 128: the 5-live
+// tile cost a full tile. H200, same call, 3 rounds against v64 (run3/): DSpark T = 50 17.71 ->
+// 16.70, the full-tile WS rows -0.12 / +0.66 (mean +0.2: the code the tiles share grew by 200
+// SASS instructions), every other row within +-0.1.
+#ifndef DSPARKCTL_WS_TAIL16
+#define DSPARKCTL_WS_TAIL16 1
+#endif
+static_assert(DSPARKCTL_WS_TAIL16 == 0 || DSPARKCTL_WS_TAIL16 == 1, "on or off");
+constexpr bool kWsTail16 = DSPARKCTL_WS_TAIL16 == 1;
 
 template <int MT, int BN>
 struct Cfg {
@@ -2764,6 +2783,17 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 #endif
   DSPARKCTL_WS_TL_ABS(24);
   auto tile_src = [&](int it, const SparseMlaCache*& c, int& pos0, int& len) { vt.src(p, it, c, pos0, len); };
+  // kWsTail16: tile `it`'s live rows all lie in its first 16 candidates (every role asks, same answer)
+  auto tail16 = [&](int it) {
+    if constexpr (kWsTail16 && VEC == 16) {
+      const SparseMlaCache* c; int pos0, len;
+      tile_src(it, c, pos0, len);
+      return len - pos0 <= 16;
+    } else {
+      (void)it;
+      return false;
+    }
+  };
   // The bulk copies of tile `it`'s valid rows (576 contiguous bytes each) into raw slots cand x 576
   // of its KV buffer, counted on rawbar (invalid rows are zeroed at conversion), by the four warps
   // of one warpgroup (`gw` 0-3; warp 0 posts the byte count): kWsCopyLanes copies a warp, since a
@@ -2944,6 +2974,49 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       const uint8_t* base = smem + W::OFF_KV + b * W::TILE;
       __nv_bfloat16* sKV = kv_tile(b);
       const int pc = tid_fresh() - 256;
+      if (tail16(it)) {
+        // kWsTail16: rows 0-15 only, over all 128 threads: thread pc converts row (pc / 2) % 16, half
+        // pc % 2, of nope blocks pc / 32 and pc / 32 + 4 (< 7), and rope piece pc % 8 of row pc / 8.
+        // Same values to the same addresses as store_tile (sw128_off<BN>, as there).
+        const int tc = (pc >> 1) & 15, th = pc & 1, tb = pc >> 5;
+        const bool ok = sValid[q * BN + tc] != 0;
+        const uint8_t* src = base + tc * kRowBytes + tb * 64 + th * 32;
+        uint4 traw[2][2];
+#pragma unroll
+        for (int k = 0; k < 2; ++k) {
+          const bool on = ok && (k == 0 || tb < 3);
+          traw[k][0] = on ? *reinterpret_cast<const uint4*>(src + k * 256) : make_uint4(0, 0, 0, 0);
+          traw[k][1] = on ? *reinterpret_cast<const uint4*>(src + k * 256 + 16) : make_uint4(0, 0, 0, 0);
+        }
+        const int rr = pc >> 3;
+        const uint4 trope = sValid[q * BN + rr] != 0 ? *reinterpret_cast<const uint4*>(base + rr * kRowBytes + kDN + (pc & 7) * 16)
+                                                     : make_uint4(0, 0, 0, 0);
+        nbar_sync(kWsProducer, 128);  // every raw byte read before a converted row overwrites it; the tile max
+        DSPARKCTL_WS_TL(6);
+        const uint32_t maxb = max(sPmax[b * 4], sPmax[b * 4 + 1]);
+        const uint8_t* scl = sScl + (q * BN + tc) * 8;
+        uint8_t* dst = reinterpret_cast<uint8_t*>(sKV) + tc * 128 + tb * 8192;
+        const int x0 = ((th * 4 ^ tc) & 7) * 16;
+#pragma unroll
+        for (int k = 0; k < 2; ++k) {
+          if (k == 1 && tb >= 3) break;
+          const uint32_t mult = f16_pow2x2(scl[tb + 4 * k], maxb);
+          const uint32_t* w = reinterpret_cast<const uint32_t*>(&traw[k][0]);
+#pragma unroll
+          for (int kk = 0; kk < 4; ++kk) {
+            uint4 v;
+            fp8x4_to_f16x2x2(w[2 * kk], mult, v.x, v.y);
+            fp8x4_to_f16x2x2(w[2 * kk + 1], mult, v.z, v.w);
+            *reinterpret_cast<uint4*>(dst + (x0 ^ (16 * kk)) + k * 4 * 8192) = v;
+          }
+        }
+        *reinterpret_cast<uint4*>(reinterpret_cast<uint8_t*>(sKV) + 7 * 8192 + rr * 128 + (((pc & 7) ^ rr) & 7) * 16) = trope;
+        if (pt == 0) sEtile[b] = int(maxb) - 127;
+        fence_proxy_async_smem();
+        mbar_arrive(&full[b]);
+        DSPARKCTL_WS_TL(3);
+        return;
+      }
       uint4 raw[UPT][2];
       uint4 rope[VEC == 16 ? BN * 8 / 128 : 1];
       if constexpr (VEC == 16) {
@@ -3118,6 +3191,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       const int j = it - tile_begin, b = j & 1;
       mbar_wait(&full[b], uint32_t(j >> 1) & 1u);
       DSPARKCTL_WS_TL(0);  // tile ready
+      const bool t16 = tail16(it);  // kWsTail16: P and P.V over candidates 0-15 only
       const int e_tile = sEtile[b];
       const int e_new = e_run > e_tile ? e_run : e_tile;
       __nv_bfloat16* sKV = kv_tile(b);
@@ -3182,6 +3256,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       [[maybe_unused]] uint32_t lo8 = 0;
 #pragma unroll
       for (int n = 0; n < 8; ++n) {
+        if (n == 2 && t16) break;
         const int col = n * 8 + (lane & 3) * 2;
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
@@ -3227,24 +3302,30 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       }
       const uint64_t dv = wgmma_desc_sw128(sKV, BN * 128);
       // this warpgroup's P.V (dims 0-255); WS_NOPE_P_HILO: then the lo pass, P's lo part from registers
-      wgmma_fence();
+      // NKS k-steps (kWsTail16: 1 on a tile whose live rows are 0-15, a sequence of its own, so the
+      // full tiles' sequence has no branch between its wgmmas)
+      auto pv = [&](auto nks) {
+        wgmma_fence();
 #pragma unroll
-      for (int ks = 0; ks < BN / 16; ++ks) {
-        const uint64_t ka = (ks * 32) >> 4;
-        const uint64_t kb = (ks * 16 * 128) >> 4;
-        wgmma_pv_m64n192_f16(on, dp16 + ka, dv + kb);
-        wgmma_pv_m64n64<false>(orp, dp16 + ka, dv + ((3 * BN * 128) >> 4) + kb);
-      }
-      if constexpr (kWsNopePHiLo) {
-#pragma unroll
-        for (int ks = 0; ks < BN / 16; ++ks) {
-          const uint32_t a[4] = {p16lo[2 * ks][0], p16lo[2 * ks][1], p16lo[2 * ks + 1][0], p16lo[2 * ks + 1][1]};
+        for (int ks = 0; ks < decltype(nks)::value; ++ks) {
+          const uint64_t ka = (ks * 32) >> 4;
           const uint64_t kb = (ks * 16 * 128) >> 4;
-          wgmma_pv_m64n192_f16_ra(on, a, dv + kb);
-          wgmma_pv_m64n64_f16_ra(orp, a, dv + ((3 * BN * 128) >> 4) + kb);
+          wgmma_pv_m64n192_f16(on, dp16 + ka, dv + kb);
+          wgmma_pv_m64n64<false>(orp, dp16 + ka, dv + ((3 * BN * 128) >> 4) + kb);
         }
-      }
-      wgmma_commit_wait();
+        if constexpr (kWsNopePHiLo) {
+#pragma unroll
+          for (int ks = 0; ks < decltype(nks)::value; ++ks) {
+              const uint32_t a[4] = {p16lo[2 * ks][0], p16lo[2 * ks][1], p16lo[2 * ks + 1][0], p16lo[2 * ks + 1][1]};
+            const uint64_t kb = (ks * 16 * 128) >> 4;
+            wgmma_pv_m64n192_f16_ra(on, a, dv + kb);
+            wgmma_pv_m64n64_f16_ra(orp, a, dv + ((3 * BN * 128) >> 4) + kb);
+          }
+        }
+        wgmma_commit_wait();
+      };
+      if (t16) pv(std::integral_constant<int, 1>());
+      else pv(std::integral_constant<int, BN / 16>());
       mbar_arrive(&empty[b]);
       DSPARKCTL_WS_TL(5);  // P.V (dims 0-255)
     }
@@ -3272,6 +3353,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       mbar_wait(&full[b], uint32_t(j >> 1) & 1u);
       nbar_sync(kWsPReady, kCT);
       DSPARKCTL_WS_TL(0);  // tile and P ready
+      const bool t16 = tail16(it);  // kWsTail16: P.V over candidates 0-15 only
       const int e_tile = sEtile[b];
       const int e_new = e_run > e_tile ? e_run : e_tile;
       const float v_shift = pow2i(e_run - e_new);
@@ -3305,30 +3387,35 @@ __global__ void __launch_bounds__(kWsThreads, 1)
           }
         }
       }
-      wgmma_fence();
+      // NKS k-steps (kWsTail16: as warpgroup 0's)
+      auto pv = [&](auto nks) {
+        wgmma_fence();
 #pragma unroll
-      for (int ks = 0; ks < BN / 16; ++ks) {
-        const uint64_t ka = (ks * 32) >> 4;
-        const uint64_t kb = (ks * 16 * 128) >> 4;
-        wgmma_pv_m64n192_f16(on, dp16 + ka, dv + ((4 * BN * 128) >> 4) + kb);
-        wgmma_pv_m64n64<true>(orp, dph + ka, dv + ((7 * BN * 128) >> 4) + kb);
-        wgmma_pv_m64n64<true>(orp, dpl + ka, dv + ((7 * BN * 128) >> 4) + kb);
-      }
-      if constexpr (kWsNopePHiLo) {
-#pragma unroll
-        for (int ks = 0; ks < BN / 16; ++ks) {
-          const uint32_t a[4] = {lo[4 * ks], lo[4 * ks + 1], lo[4 * ks + 2], lo[4 * ks + 3]};
-          wgmma_pv_m64n192_f16_ra(on, a, dv + ((4 * BN * 128) >> 4) + ((ks * 16 * 128) >> 4));
+        for (int ks = 0; ks < decltype(nks)::value; ++ks) {
+          const uint64_t ka = (ks * 32) >> 4;
+          const uint64_t kb = (ks * 16 * 128) >> 4;
+          wgmma_pv_m64n192_f16(on, dp16 + ka, dv + ((4 * BN * 128) >> 4) + kb);
+          wgmma_pv_m64n64<true>(orp, dph + ka, dv + ((7 * BN * 128) >> 4) + kb);
+          wgmma_pv_m64n64<true>(orp, dpl + ka, dv + ((7 * BN * 128) >> 4) + kb);
         }
-      }
+        if constexpr (kWsNopePHiLo) {
+#pragma unroll
+          for (int ks = 0; ks < decltype(nks)::value; ++ks) {
+              const uint32_t a[4] = {lo[4 * ks], lo[4 * ks + 1], lo[4 * ks + 2], lo[4 * ks + 3]};
+            wgmma_pv_m64n192_f16_ra(on, a, dv + ((4 * BN * 128) >> 4) + ((ks * 16 * 128) >> 4));
+          }
+        }
 #ifdef DSPARKCTL_TL_SPLIT_PV
-      wgmma_commit();
-      DSPARKCTL_WS_TL(3);  // rescale, lo part, P.V issued
-      wgmma_wait();
-      DSPARKCTL_WS_TL(4);  // P.V done
+        wgmma_commit();
+        DSPARKCTL_WS_TL(3);  // rescale, lo part, P.V issued
+        wgmma_wait();
+        DSPARKCTL_WS_TL(4);  // P.V done
 #else
-      wgmma_commit_wait();
+        wgmma_commit_wait();
 #endif
+      };
+      if (t16) pv(std::integral_constant<int, 1>());
+      else pv(std::integral_constant<int, BN / 16>());
       if (it + 1 < tile_end) ws_handoff(kWsPFree, kCT);
       mbar_arrive(&empty[b]);
       DSPARKCTL_WS_TL(1);  // P.V (dims 256-511)

@@ -161,7 +161,8 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     dequantization changes each turned off (-DDSPARKCTL_POW2_F32=0, -DDSPARKCTL_DEQ_LANE_HALVES=0,
     sm_90a and sm_120a) and v62's (-DDSPARKCTL_DEQ_SPLIT16=0, -DDSPARKCTL_DEQ_UNSIGNED=0, sm_90a) and
     v63's (-DDSPARKCTL_CP_IGNORE_SRC=0, -DDSPARKCTL_PREFETCH_ONE_TEST=0, sm_90a) and v64's
-    (-DDSPARKCTL_DEQ_SW_HALVES=0, -DDSPARKCTL_WS_LO_SPLIT16=0, sm_90a), as
+    (-DDSPARKCTL_DEQ_SW_HALVES=0, -DDSPARKCTL_WS_LO_SPLIT16=0, sm_90a) and v65's
+    (-DDSPARKCTL_WS_TAIL16=0, sm_90a), as
     {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
     if build.find_nvcc() is None:
         pytest.skip("nvcc not installed: cannot compile-check CUDA")
@@ -199,6 +200,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_90a_no_prefetch_one_test": ["-arch=sm_90a", "-DDSPARKCTL_PREFETCH_ONE_TEST=0"],
         "sm_90a_no_sw_halves": ["-arch=sm_90a", "-DDSPARKCTL_DEQ_SW_HALVES=0"],
         "sm_90a_no_ws_lo_split16": ["-arch=sm_90a", "-DDSPARKCTL_WS_LO_SPLIT16=0"],
+        "sm_90a_no_ws_tail16": ["-arch=sm_90a", "-DDSPARKCTL_WS_TAIL16=0"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -674,3 +676,18 @@ def test_ws_lo_split16_drops_warpgroup_1s_shifts_only_in_the_16_byte_ws_kernel(k
     for n in moved:
         assert cand[n].count("cvt.rn.f16x2.e4m3x2") == base[n].count("cvt.rn.f16x2.e4m3x2"), n
         assert cand[n].count("shr.u32") < base[n].count("shr.u32"), n
+
+
+def test_ws_tail16_adds_a_partial_tile_path_only_to_the_16_byte_ws_kernel(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """v65 (-DDSPARKCTL_WS_TAIL16, on; =0 is v64): a WS tile whose live rows are all in its first 16
+    candidates gets a conversion over all producer threads and a one-k-step P.V of its own. Only
+    the 16-byte WS kernel moves (the 8-byte one lands rows elsewhere): the full tiles' wgmma
+    sequences stay and one k-step of each warpgroup's P.V is added (warpgroup 0: the hi pass's n192
+    and n64 and the lo pass's two; warpgroup 1: n192, the rope's hi and lo, the lo pass's n192), and
+    the tail's own FP8 converts."""
+    base, cand = kernel_ptx["sm_90a_no_ws_tail16"], kernel_ptx["sm_90a"]
+    moved = {n for n in base if base[n] != cand[n]}
+    assert moved == {n for n in base if n.startswith("sparse_mla_decode_ws_kernelILi16")} and len(moved) == 1, sorted(moved)
+    n = moved.pop()
+    assert cand[n].count("wgmma.mma_async") == base[n].count("wgmma.mma_async") + 8, n
+    assert cand[n].count("cvt.rn.f16x2.e4m3x2") > base[n].count("cvt.rn.f16x2.e4m3x2"), n

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# session 37 probe 1: what the partial (tail) tile costs at the DSpark shapes, shipped v64 build.
+# The auto plan's time and the WS split sweep at valid 64 / 69 / 128 / 133 / 192 (topk 192).
+set -uo pipefail
+cd "$(dirname "$0")/head"
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+R=$OUT/r; mkdir -p $R
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv > $R/gpu.txt 2>&1
+timeout 200 python3 bench/build_kernel.py sm_90a /tmp/kb64 $R/build.log > /dev/null || { echo BUILD FAILED; tail $R/build.log; exit 1; }
+export DSPARKCTL_KERNEL_SO=/tmp/kb64/dsparkctl_sparse_mla_sm_90a.so
+i=0
+for v in 133 128 192 69; do
+  i=$((i+1)); f=$R/r${i}_v$v
+  timeout 150 python3 bench/plan_sweep.py --kind dspark --T 25 50 --layout large --valid $v --json $f.json --md $f.md > $f.log 2>&1
+  echo "valid $v rc=$?"; cat $f.log
+done
+(cd $OUT && tar czf r.tgz r)
