@@ -619,9 +619,10 @@ def test_clustered_ctas_equal_unclustered_ones(case: Case, splits: int, fewer_he
 @pytest.mark.parametrize("splits", [1, 0, 3])
 def test_partial_tile_tail_skip_boundaries(config: int, pbs: int, pad: int | None, splits: int) -> None:
     """v29: the mma.sync 64-candidate tiles skip the dead tail of a partial tile (dequantization
-    by chunk groups, S by warp slices, P.V by 16-candidate k-steps); the WS kernel's tail skip
-    (widths 16 / 32 / 64 in every role) too. Last-tile live counts at every boundary those use
-    (1, 15, 16, 17, 31-33, 36, 37, 48, 49, 63, 64) in the main and the extra cache, against the
+    by chunk groups, S by warp slices, P.V by 16-candidate k-steps); v65: the WS kernel's tiles
+    whose live rows are all in their first 16 candidates (a conversion by every producer thread,
+    P and P.V over one k-step, rows 16-63 stale). Last-tile live counts at every boundary those
+    use (1, 15, 16, 17, 31-33, 36, 37, 48, 49, 63, 64) in the main and the extra cache, against the
     reference. The main cache's partial tile reuses the buffer of a full tile (stale rows past
     its width), and a full extra tile follows it. (Layouts that do not fit: skipped by the
     autouse fixture.)"""

@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# session 37 probe 1: what the partial (tail) tile costs at the DSpark shapes, shipped v64 build.
-# The auto plan's time and the WS split sweep at valid 64 / 69 / 128 / 133 / 192 (topk 192).
+# Session 37, device call 1: what the partial (tail) tile costs at the DSpark shapes, on v64 (tree
+# 2720736). The automatic plan's time and the 64-head layout's split sweep at valid lengths 133 /
+# 128 / 192 / 69 (topk 192). Ran as .dev/s37/probe1.sh from .dev/s37/head, a `git archive 2720736
+# kernels dsparkctl bench/plan_sweep.py bench/bench_kernel.py bench/build_kernel.py pyproject.toml`
+# copy (carried), so that the kernel edits in the working tree did not travel into it; from a
+# checkout of 2720736 the same commands run from the repository root.
 set -uo pipefail
 cd "$(dirname "$0")/head"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
