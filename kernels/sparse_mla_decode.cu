@@ -3316,7 +3316,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         if constexpr (kWsNopePHiLo) {
 #pragma unroll
           for (int ks = 0; ks < decltype(nks)::value; ++ks) {
-              const uint32_t a[4] = {p16lo[2 * ks][0], p16lo[2 * ks][1], p16lo[2 * ks + 1][0], p16lo[2 * ks + 1][1]};
+            const uint32_t a[4] = {p16lo[2 * ks][0], p16lo[2 * ks][1], p16lo[2 * ks + 1][0], p16lo[2 * ks + 1][1]};
             const uint64_t kb = (ks * 16 * 128) >> 4;
             wgmma_pv_m64n192_f16_ra(on, a, dv + kb);
             wgmma_pv_m64n64_f16_ra(orp, a, dv + ((3 * BN * 128) >> 4) + kb);
@@ -3401,7 +3401,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         if constexpr (kWsNopePHiLo) {
 #pragma unroll
           for (int ks = 0; ks < decltype(nks)::value; ++ks) {
-              const uint32_t a[4] = {lo[4 * ks], lo[4 * ks + 1], lo[4 * ks + 2], lo[4 * ks + 3]};
+            const uint32_t a[4] = {lo[4 * ks], lo[4 * ks + 1], lo[4 * ks + 2], lo[4 * ks + 3]};
             wgmma_pv_m64n192_f16_ra(on, a, dv + ((4 * BN * 128) >> 4) + ((ks * 16 * 128) >> 4));
           }
         }
