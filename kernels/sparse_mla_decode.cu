@@ -2700,6 +2700,23 @@ __device__ __forceinline__ void ws_s64(float (&s)[8][4], uint64_t dq, uint64_t d
 #endif
 }
 
+// One WS conversion unit (a candidate's half of a 64-dim nope block: 32 FP8 bytes) to fp16 times
+// `mult` (f16_pow2x2), stored as 4 16-byte pieces at dst + (x0 ^ 16 k) (the 128-byte swizzle of
+// sw128_off: x0 is piece 0's offset in the row, k < 4 flips bits 4-5 only). By store_tile and
+// v65's partial-tile conversion alike.
+#if DSPARKCTL_WGMMA
+__device__ __forceinline__ void ws_store_unit(uint8_t* dst, int x0, const uint4 (&raw)[2], uint32_t mult) {
+  const uint32_t* w = reinterpret_cast<const uint32_t*>(&raw[0]);
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    uint4 v;
+    fp8x4_to_f16x2x2(w[2 * k], mult, v.x, v.y);
+    fp8x4_to_f16x2x2(w[2 * k + 1], mult, v.z, v.w);
+    *reinterpret_cast<uint4*>(dst + (x0 ^ (16 * k))) = v;
+  }
+}
+#endif
+
 // The P hand-off between the consumer warpgroups: the side that produces arrives and runs on.
 // -DDSPARKCTL_WS_RACECHECK_SYNC (a racecheck build, never shipped) makes both sides wait (a
 // rendezvous): compute-sanitizer's racecheck reports hazards behind later barriers in kernels
@@ -2936,17 +2953,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         uint8_t* dst = reinterpret_cast<uint8_t*>(sKV) + ccand * 128;
         const int x0 = ((chalf * 4 ^ ccand) & 7) * 16;  // piece k: x0 ^ 16 k (k < 4 flips bits 4-5 only)
 #pragma unroll
-        for (int i = 0; i < UPT; ++i) {
-          const uint32_t mult = f16_pow2x2(scl[i], maxb);
-          const uint32_t* w = reinterpret_cast<const uint32_t*>(&raw[i][0]);
-#pragma unroll
-          for (int k = 0; k < 4; ++k) {
-            uint4 v;
-            fp8x4_to_f16x2x2(w[2 * k], mult, v.x, v.y);
-            fp8x4_to_f16x2x2(w[2 * k + 1], mult, v.z, v.w);
-            *reinterpret_cast<uint4*>(dst + (x0 ^ (16 * k)) + i * 8192) = v;
-          }
-        }
+        for (int i = 0; i < UPT; ++i) ws_store_unit(dst + i * 8192, x0, raw[i], f16_pow2x2(scl[i], maxb));
         if constexpr (VEC == 16) {
           // sw128_off<BN>(rrow + 16 i, kDN + 8 (pf % 8)) in bytes: 7 * 8192 + 128 (rrow + 16 i) + 16 ((pf ^ rrow) & 7)
           const int rrow = (pf & 127) >> 3;
@@ -2997,19 +3004,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         const uint8_t* scl = sScl + (q * BN + tc) * 8;
         uint8_t* dst = reinterpret_cast<uint8_t*>(sKV) + tc * 128 + tb * 8192;
         const int x0 = ((th * 4 ^ tc) & 7) * 16;
-#pragma unroll
-        for (int k = 0; k < 2; ++k) {
-          if (k == 1 && tb >= 3) break;
-          const uint32_t mult = f16_pow2x2(scl[tb + 4 * k], maxb);
-          const uint32_t* w = reinterpret_cast<const uint32_t*>(&traw[k][0]);
-#pragma unroll
-          for (int kk = 0; kk < 4; ++kk) {
-            uint4 v;
-            fp8x4_to_f16x2x2(w[2 * kk], mult, v.x, v.y);
-            fp8x4_to_f16x2x2(w[2 * kk + 1], mult, v.z, v.w);
-            *reinterpret_cast<uint4*>(dst + (x0 ^ (16 * kk)) + k * 4 * 8192) = v;
-          }
-        }
+        ws_store_unit(dst, x0, traw[0], f16_pow2x2(scl[tb], maxb));
+        if (tb < 3) ws_store_unit(dst + 4 * 8192, x0, traw[1], f16_pow2x2(scl[tb + 4], maxb));
         *reinterpret_cast<uint4*>(reinterpret_cast<uint8_t*>(sKV) + 7 * 8192 + rr * 128 + (((pc & 7) ^ rr) & 7) * 16) = trope;
         if (pt == 0) sEtile[b] = int(maxb) - 127;
         fence_proxy_async_smem();
