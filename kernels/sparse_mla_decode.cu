@@ -275,19 +275,6 @@ constexpr bool kWsLoSplit16 = DSPARKCTL_WS_LO_SPLIT16 == 1;
 #endif
 static_assert(DSPARKCTL_WS_TAIL16 == 0 || DSPARKCTL_WS_TAIL16 == 1, "on or off");
 constexpr bool kWsTail16 = DSPARKCTL_WS_TAIL16 == 1;
-// Session 37 candidate (DSPARKCTL_WS_TAIL_FIRST, off by default; prepared, not yet run on a GPU):
-// the main cache's last tile, when it takes v65's partial-tile path and is not its split's first,
-// runs first. v65's timeline (bench/results/kernel_h200_v65_tail16/timeline/) has the tail, run
-// last, still costing DSpark T = 50 ~2.1 us: its S (an m64n64 chain) queues behind warpgroup 1's
-// P.V of the tile before and the call waits for the tail's P and P.V after it. Run first, its S
-// has the tensor pipe to itself and its P.V overlaps the next tile's S. Another order of the
-// online softmax: within tolerance, not bit for bit v65's (the verify path's per-row equality
-// holds: the order depends on the row's own length and the split only).
-#ifndef DSPARKCTL_WS_TAIL_FIRST
-#define DSPARKCTL_WS_TAIL_FIRST 0
-#endif
-static_assert(DSPARKCTL_WS_TAIL_FIRST == 0 || DSPARKCTL_WS_TAIL_FIRST == 1, "on or off");
-constexpr bool kWsTailFirst = DSPARKCTL_WS_TAIL_FIRST == 1 && kWsTail16;
 
 template <int MT, int BN>
 struct Cfg {
@@ -2812,18 +2799,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   if (tile_end < 0) __trap();  // never: uses the range, so the mark below follows its loads
 #endif
   DSPARKCTL_WS_TL_ABS(24);
-  // kWsTailFirst: the main cache's partial last tile (<= 16 live rows), moved to the front of this
-  // split's range when it is in it and not first already; -1 otherwise. Every role maps its loop
-  // index through tile_src, so they all see the same order.
-  int tail_at = -1;
-  if constexpr (kWsTailFirst && VEC == 16) {
-    const int tl = vt.nt_m - 1;
-    if (tl > tile_begin && tl < tile_end && vt.len_m - tl * BN <= 16) tail_at = tl;
-  }
-  auto tile_src = [&](int it, const SparseMlaCache*& c, int& pos0, int& len) {
-    const int ph = tail_at < 0 ? it : (it == tile_begin ? tail_at : (it <= tail_at ? it - 1 : it));
-    vt.src(p, ph, c, pos0, len);
-  };
+  auto tile_src = [&](int it, const SparseMlaCache*& c, int& pos0, int& len) { vt.src(p, it, c, pos0, len); };
   // kWsTail16: tile `it`'s live rows all lie in its first 16 candidates (every role asks, same answer)
   auto tail16 = [&](int it) {
     if constexpr (kWsTail16 && VEC == 16) {

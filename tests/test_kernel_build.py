@@ -162,8 +162,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     sm_90a and sm_120a) and v62's (-DDSPARKCTL_DEQ_SPLIT16=0, -DDSPARKCTL_DEQ_UNSIGNED=0, sm_90a) and
     v63's (-DDSPARKCTL_CP_IGNORE_SRC=0, -DDSPARKCTL_PREFETCH_ONE_TEST=0, sm_90a) and v64's
     (-DDSPARKCTL_DEQ_SW_HALVES=0, -DDSPARKCTL_WS_LO_SPLIT16=0, sm_90a) and v65's
-    (-DDSPARKCTL_WS_TAIL16=0, sm_90a) and session 37's candidate (-DDSPARKCTL_WS_TAIL_FIRST=1,
-    sm_90a), as
+    (-DDSPARKCTL_WS_TAIL16=0, sm_90a), as
     {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
     if build.find_nvcc() is None:
         pytest.skip("nvcc not installed: cannot compile-check CUDA")
@@ -202,7 +201,6 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_90a_no_sw_halves": ["-arch=sm_90a", "-DDSPARKCTL_DEQ_SW_HALVES=0"],
         "sm_90a_no_ws_lo_split16": ["-arch=sm_90a", "-DDSPARKCTL_WS_LO_SPLIT16=0"],
         "sm_90a_no_ws_tail16": ["-arch=sm_90a", "-DDSPARKCTL_WS_TAIL16=0"],
-        "sm_90a_ws_tail_first": ["-arch=sm_90a", "-DDSPARKCTL_WS_TAIL_FIRST=1"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -696,15 +694,3 @@ def test_ws_tail16_adds_a_partial_tile_path_only_to_the_16_byte_ws_kernel(kernel
     n = moved.pop()
     assert cand[n].count("wgmma.mma_async") == base[n].count("wgmma.mma_async") + 8, n
     assert cand[n].count("cvt.rn.f16x2.e4m3x2") > base[n].count("cvt.rn.f16x2.e4m3x2"), n
-
-
-def test_ws_tail_first_candidate_only_reorders_the_16_byte_ws_kernels_tiles(kernel_ptx: dict[str, dict[str, str]]) -> None:
-    """Session 37's candidate (-DDSPARKCTL_WS_TAIL_FIRST=1, off): the main cache's partial last tile
-    runs first in its split. Only the tile index -> tile mapping changes, so only the 16-byte WS
-    kernel moves, with the same MMAs, conversions, barriers and global loads as the shipped one."""
-    base, cand = kernel_ptx["sm_90a"], kernel_ptx["sm_90a_ws_tail_first"]
-    moved = {n for n in base if base[n] != cand[n]}
-    assert moved == {n for n in base if n.startswith("sparse_mla_decode_ws_kernelILi16")} and len(moved) == 1, sorted(moved)
-    n = moved.pop()
-    for op in ("wgmma.mma_async", "cvt.rn.f16x2.e4m3x2", "bar.sync", "mbarrier.try_wait", "ld.global"):
-        assert cand[n].count(op) == base[n].count(op), (n, op)
