@@ -354,6 +354,8 @@ def plan_label(shape: dict, config: int = ops.CONFIG_AUTO) -> str | None:
         label += " ws"
     if int(p["cluster"]) > 1:
         label += f" c{p['cluster']}"
+    if int(p.get("dims_split", 1)) > 1:
+        label += f" d{p['dims_split']}"
     return label
 
 

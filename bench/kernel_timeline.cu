@@ -170,7 +170,7 @@ int main(int argc, char** argv) {
   CK(cudaMemcpyFromSymbol(tc, dsparkctl::g_tl_combine, sizeof(tc)));
 
   const int head_blocks = (H + plan.heads_per_cta - 1) / plan.heads_per_cta;
-  const int ctas = std::min(T * head_blocks * plan.num_splits, dsparkctl::kTlMaxCtas);
+  const int ctas = std::min(T * head_blocks * plan.num_splits * plan.dims_split, dsparkctl::kTlMaxCtas);
   unsigned long long m_first = ~0ull, m_last_entry = 0, m_end = 0;
   constexpr int kPhases = dsparkctl::kTlSlots - 4;  // slots 4..25 (21-25: the WS kernel's cycles since entry at five points), then two sums kept from v13 (loads_issued, epilogue)
   std::vector<double> ph[kPhases + 2], tiles, dur;

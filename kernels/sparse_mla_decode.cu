@@ -96,6 +96,8 @@ __device__ __forceinline__ unsigned long long tl_globaltimer() {
 // stores them to phase slots base.. at the end (warpgroup 0: 4-10, warpgroup 1: 11-12 and 19
 // for its copy issue (v37), producer: 13-18, and 20 for its tile max and raw reads (session 23));
 // slots 0-3 as above, by thread 0.
+// the CTA's record (grid.z: session 38's dims-split kernel; 0 elsewhere)
+#define DSPARKCTL_WS_TL_CTA ((blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x)
 #define DSPARKCTL_WS_TL_DECL                 \
   unsigned long long ws_tl[7] = {};          \
   unsigned long long ws_c = clock64();
@@ -106,17 +108,17 @@ __device__ __forceinline__ unsigned long long tl_globaltimer() {
     ws_c = n_;                                   \
   } while (0)
 #define DSPARKCTL_WS_TL_STORE(lead, base, n)                                                        \
-  if ((lead) && blockIdx.y * gridDim.x + blockIdx.x < kTlMaxCtas) {                                \
-    for (int i = 0; i < (n); ++i) g_tl_main[blockIdx.y * gridDim.x + blockIdx.x][(base) + i] = ws_tl[i]; \
+  if ((lead) && DSPARKCTL_WS_TL_CTA < kTlMaxCtas) {                                \
+    for (int i = 0; i < (n); ++i) g_tl_main[DSPARKCTL_WS_TL_CTA][(base) + i] = ws_tl[i]; \
   }
 #define DSPARKCTL_WS_TL_STORE_AT(lead, i, slot) \
-  if ((lead) && blockIdx.y * gridDim.x + blockIdx.x < kTlMaxCtas) g_tl_main[blockIdx.y * gridDim.x + blockIdx.x][slot] = ws_tl[i];
+  if ((lead) && DSPARKCTL_WS_TL_CTA < kTlMaxCtas) g_tl_main[DSPARKCTL_WS_TL_CTA][slot] = ws_tl[i];
 // (session 23) thread 0's SM cycles since the WS kernel's entry at five points, slots 21-25: Q in
 // shared memory (warpgroup 0's loop starts), the output rows staged, the rows written (exit); the
 // split's tile range known (24), Q's rows in registers (25).
 #define DSPARKCTL_WS_TL_T0 const unsigned long long ws_t0 = clock64();
 #define DSPARKCTL_WS_TL_ABS(slot) \
-  if (threadIdx.x == 0 && blockIdx.y * gridDim.x + blockIdx.x < kTlMaxCtas) g_tl_main[blockIdx.y * gridDim.x + blockIdx.x][slot] = clock64() - ws_t0;
+  if (threadIdx.x == 0 && DSPARKCTL_WS_TL_CTA < kTlMaxCtas) g_tl_main[DSPARKCTL_WS_TL_CTA][slot] = clock64() - ws_t0;
 #else
 constexpr int kTlSmemBytes = 0;
 #define DSPARKCTL_TL_BEGIN(smem_tl)
@@ -2524,18 +2526,19 @@ struct WsCfg {
 
 // The staged output rows (fp32, [M][kORow]) to global memory by `n` threads: bf16 rows (one
 // split) or the fp32 partials.
-template <int M, int N>
+// C8: 8-dim chunks a row written from column col0 (the DH kernel writes its half: 32 from 256 half).
+template <int M, int N, int C8 = kD / 8>
 __device__ __forceinline__ void ws_write_rows(const SparseMlaParams& p, const float* sOut, int t, int h0, int split,
-                                              int num_splits, int tid) {
+                                              int num_splits, int tid, int col0 = 0) {
   if (num_splits == 1) {
-    const int c8 = tid % 64;
+    const int c8 = tid % C8;
 #pragma unroll
-    for (int r = tid / 64; r < M; r += N / 64) {
+    for (int r = tid / C8; r < M; r += N / C8) {
       const int h = h0 + r;
       if (h >= p.H) break;
-      const float4 x = *reinterpret_cast<const float4*>(sOut + r * kORow + c8 * 8);
-      const float4 y = *reinterpret_cast<const float4*>(sOut + r * kORow + c8 * 8 + 4);
-      *reinterpret_cast<uint4*>(reinterpret_cast<__nv_bfloat16*>(p.out) + (int64_t(t) * p.H + h) * kD + c8 * 8) =
+      const float4 x = *reinterpret_cast<const float4*>(sOut + r * kORow + col0 + c8 * 8);
+      const float4 y = *reinterpret_cast<const float4*>(sOut + r * kORow + col0 + c8 * 8 + 4);
+      *reinterpret_cast<uint4*>(reinterpret_cast<__nv_bfloat16*>(p.out) + (int64_t(t) * p.H + h) * kD + col0 + c8 * 8) =
           make_uint4(pack_bf16(x.x, x.y), pack_bf16(x.z, x.w), pack_bf16(y.x, y.y), pack_bf16(y.z, y.w));
     }
   } else {
@@ -2735,9 +2738,11 @@ __device__ __forceinline__ void ws_store_unit(uint8_t* dst, int x0, const uint4 
 #endif
 }
 
-template <int VEC>
-__global__ void __launch_bounds__(kWsThreads, 1)
-    sparse_mla_decode_ws_kernel(const SparseMlaParams p, int num_splits, int head_blocks) {
+// The WS kernel's body; DH (session 38's candidate, sparse_mla_ws_dims_split): this CTA computes
+// O's dims [256 half, 256 half + 256) only, half = blockIdx.z. Its own kernel (below), so the
+// shipped kernel's code does not change.
+template <int VEC, bool DH>
+__device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num_splits, int head_blocks) {
 #if DSPARKCTL_WGMMA
   using W = WsCfg;
   constexpr int M = W::M, BN = W::BN;
@@ -2769,6 +2774,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const int t = blockIdx.x / head_blocks;
   const int h0 = (blockIdx.x - t * head_blocks) * M;
   const int split = blockIdx.y;
+  const int half = DH ? int(blockIdx.z) : 0;  // DH: this CTA's half of O's dims
   if (tid == 0) {
     mbar_init(&full[0], kWsProducerThreads);
     mbar_init(&full[1], kWsProducerThreads);
@@ -2780,8 +2786,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     mbar_init(&offs[1], kWsProducerThreads);
   }
 #ifdef DSPARKCTL_TIMELINE
-  if (tid == 0 && blockIdx.y * gridDim.x + blockIdx.x < kTlMaxCtas)
-    g_tl_main[blockIdx.y * gridDim.x + blockIdx.x][0] = tl_globaltimer();
+  if (tid == 0 && DSPARKCTL_WS_TL_CTA < kTlMaxCtas)
+    g_tl_main[DSPARKCTL_WS_TL_CTA][0] = tl_globaltimer();
 #endif
   __syncthreads();
 
@@ -3162,8 +3168,11 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   // the KV tiles) once both warpgroups' last P.V are done with them (the whole-CTA barrier; the
   // factors are in sFact). Called at the end of each consumer branch (v39: see ws_s64).
   float* sOut = reinterpret_cast<float*>(smem + W::OFF_Q);  // [M][kORow] fp32, over Q and the KV tiles
+  // DH: warpgroup 1 holds dims 256 half.. (all nope for half 0); warpgroup 0 holds none
+  const int dblk = DH ? half : wg;
   auto ws_stage = [&]() {
     cta_sync_divergent();
+    if (DH && wg == 0) return;
     const Pow2Pair v_exp(e_run);
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
@@ -3173,8 +3182,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       float* srow = sOut + row * kORow + (lane & 3) * 2;
 #pragma unroll
       for (int jj = 0; jj < 32; ++jj) {
-        const float g = (wg == 0 || jj < 24) ? fn : f;
-        *reinterpret_cast<float2*>(srow + wg * 256 + jj * 8) = make_float2(o[jj][2 * i] * g, o[jj][2 * i + 1] * g);
+        const float g = (dblk == 0 || jj < 24) ? fn : f;
+        *reinterpret_cast<float2*>(srow + dblk * 256 + jj * 8) = make_float2(o[jj][2 * i] * g, o[jj][2 * i + 1] * g);
       }
     }
   };
@@ -3210,6 +3219,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 #pragma unroll
       for (int kk = kDN / 16; kk < kD / 16; ++kk) ws_s64<true>(s, dq + kstep(kk, M), dk + kstep(kk, BN));
       wgmma_commit_wait();
+      if constexpr (DH) mbar_arrive(&empty[b]);  // DH: no P.V here, so S was this warpgroup's last read of the tile
       DSPARKCTL_WS_TL(1);  // S
       // scale (base 2), mask (a select: invalid candidates' rows are zeros, but stay out), row max
       float rmax[2] = {-INFINITY, -INFINITY};
@@ -3262,8 +3272,10 @@ __global__ void __launch_bounds__(kWsThreads, 1)
           const uint32_t hi = pack_bf16(p0, p1);
           const uint32_t lo = pack_bf16(p0 - bf16_lo(hi), p1 - bf16_hi(hi));
           const int po = sw128_off<M>(wl * 16 + (lane >> 2) + 8 * i, col);
-          *reinterpret_cast<uint32_t*>(sPhi + po) = hi;
-          *reinterpret_cast<uint32_t*>(sPlo + po) = lo;
+          if (!DH || half == 1) {  // the rope dims' P (DH: only the second half has them)
+            *reinterpret_cast<uint32_t*>(sPhi + po) = hi;
+            *reinterpret_cast<uint32_t*>(sPlo + po) = lo;
+          }
           const uint32_t h16 = pack_f16(p0 * f16_shift, p1 * f16_shift);
           *reinterpret_cast<uint32_t*>(sP16 + po) = h16;
           if constexpr (kWsNopePHiLo) {
@@ -3285,6 +3297,10 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       fence_proxy_async_smem();
       ws_handoff(kWsPReady, kCT);
       DSPARKCTL_WS_TL(4);  // P
+      if constexpr (DH) {
+        DSPARKCTL_WS_TL(5);
+        continue;  // warpgroup 1 runs the P.V of this CTA's dims
+      }
       // v42: a warp whose rows all keep their max and exponent skips the rescale
       if (!__all_sync(0xffffffffu, alpha[0] * v_shift == 1.f && alpha[1] * v_shift == 1.f))
 #pragma unroll
@@ -3331,7 +3347,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       l_run[i] += __shfl_xor_sync(0xffffffffu, l_run[i], 1);
       l_run[i] += __shfl_xor_sync(0xffffffffu, l_run[i], 2);
       const int row = wl * 16 + (lane >> 2) + 8 * i;
-      const float f = finish_row(p, t, h0 + row, split, num_splits, m_run[i], l_run[i], (lane & 3) == 0);
+      const float f = finish_row(p, t, h0 + row, split, num_splits, m_run[i], l_run[i], (lane & 3) == 0 && half == 0);
       if ((lane & 3) == 0) sFact[row] = f;
       if constexpr (kWsClusterCombine) {
         if ((lane & 3) == 0) reinterpret_cast<float*>(smem + W::OFF_LSE2)[row] = row_lse2(m_run[i], l_run[i]);
@@ -3362,7 +3378,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         const float an = a * v_shift;
 #pragma unroll
         for (int jj = 0; jj < 32; ++jj) {
-          const float g = jj < 24 ? an : a;
+          const float g = (dblk == 0 || jj < 24) ? an : a;
           o[jj][2 * i] *= g;
           o[jj][2 * i + 1] *= g;
         }
@@ -3385,6 +3401,28 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       }
       // NKS k-steps (kWsTail16: as warpgroup 0's)
       auto pv = [&](auto nks) {
+        if (DH && half == 0) {
+          // DH, dims 0-255: warpgroup 0's sequence, its lo part from the e4m3 buffer (as dims 256-447's)
+          wgmma_fence();
+#pragma unroll
+          for (int ks = 0; ks < decltype(nks)::value; ++ks) {
+            const uint64_t ka = (ks * 32) >> 4;
+            const uint64_t kb = (ks * 16 * 128) >> 4;
+            wgmma_pv_m64n192_f16(on, dp16 + ka, dv + kb);
+            wgmma_pv_m64n64<false>(orp, dp16 + ka, dv + ((3 * BN * 128) >> 4) + kb);
+          }
+          if constexpr (kWsNopePHiLo) {
+#pragma unroll
+            for (int ks = 0; ks < decltype(nks)::value; ++ks) {
+              const uint32_t a[4] = {lo[4 * ks], lo[4 * ks + 1], lo[4 * ks + 2], lo[4 * ks + 3]};
+              const uint64_t kb = (ks * 16 * 128) >> 4;
+              wgmma_pv_m64n192_f16_ra(on, a, dv + kb);
+              wgmma_pv_m64n64_f16_ra(orp, a, dv + ((3 * BN * 128) >> 4) + kb);
+            }
+          }
+          wgmma_commit_wait();
+          return;
+        }
         wgmma_fence();
 #pragma unroll
         for (int ks = 0; ks < decltype(nks)::value; ++ks) {
@@ -3447,22 +3485,37 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   tl_mark(24);
   if (ws_cluster_combines(num_splits)) {
     ws_cluster_combine<M, kCT>(p, sOut, reinterpret_cast<const float*>(smem + W::OFF_LSE2), t, h0, split, tid, tl_mark);
+  } else if (DH) {
+    ws_write_rows<M, kCT, 32>(p, sOut, t, h0, split, num_splits, tid, half * 256);
   } else {
     ws_write_rows<M, kCT>(p, sOut, t, h0, split, num_splits, tid);
   }
   DSPARKCTL_WS_TL_ABS(23);
 #ifdef DSPARKCTL_TIMELINE
-  if (tid == 0 && blockIdx.y * gridDim.x + blockIdx.x < kTlMaxCtas) {
+  if (tid == 0 && DSPARKCTL_WS_TL_CTA < kTlMaxCtas) {
     unsigned smid;
     asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
-    g_tl_main[blockIdx.y * gridDim.x + blockIdx.x][2] = smid;
-    g_tl_main[blockIdx.y * gridDim.x + blockIdx.x][3] = tile_end - tile_begin;
-    g_tl_main[blockIdx.y * gridDim.x + blockIdx.x][1] = tl_globaltimer();
+    g_tl_main[DSPARKCTL_WS_TL_CTA][2] = smid;
+    g_tl_main[DSPARKCTL_WS_TL_CTA][3] = tile_end - tile_begin;
+    g_tl_main[DSPARKCTL_WS_TL_CTA][1] = tl_globaltimer();
   }
 #endif
 #else
   __trap();  // launched only on sm_90 devices, whose build is sm_90a
 #endif
+}
+
+template <int VEC>
+__global__ void __launch_bounds__(kWsThreads, 1)
+    sparse_mla_decode_ws_kernel(const SparseMlaParams p, int num_splits, int head_blocks) {
+  ws_kernel_body<VEC, false>(p, num_splits, head_blocks);
+}
+
+// Session 38's candidate: two CTAs per (token, head block), one per half of O's dims (grid.z).
+template <int VEC>
+__global__ void __launch_bounds__(kWsThreads, 1)
+    sparse_mla_decode_ws_dims_kernel(const SparseMlaParams p, int num_splits, int head_blocks) {
+  ws_kernel_body<VEC, true>(p, num_splits, head_blocks);
 }
 
 // ---------------------------------------------------------------- split combine
@@ -3744,9 +3797,10 @@ constexpr bool kWarpSpecialized = true;
 #endif
 
 // v31: the 64 x 64 tiles by the warp-specialized kernel (sm_90 devices, sm_90a code).
-template <int VEC>
+template <int VEC, bool DH = false>
 cudaError_t prepared_ws_kernel(void (**out)(const SparseMlaParams, int, int)) {
-  auto kernel = sparse_mla_decode_ws_kernel<VEC>;
+  void (*kernel)(const SparseMlaParams, int, int) = sparse_mla_decode_ws_kernel<VEC>;
+  if constexpr (DH) kernel = sparse_mla_decode_ws_dims_kernel<VEC>;
   static bool attr_set[kMaxDevices] = {};
   int device = 0;
   cudaError_t e = cudaGetDevice(&device);
@@ -3771,6 +3825,8 @@ cudaError_t launch_main(const SparseMlaParams& p, const SparseMlaPlan& plan, int
   // and the 16-byte copy path runs; grid.x (T x head blocks) is a multiple of the cluster size.
   constexpr bool kClusterLayout = kClusterGather && MT == 1 && BN == 64 && VEC == 16;
   const int cluster = kClusterLayout && plan.cluster == head_blocks ? plan.cluster : 1;
+  // session 38's candidate: the WS kernel's two halves of O's dims as grid.z (16-byte path only)
+  const int dims_split = plan.warp_specialized && kPlanWsDimsSplit && VEC == 16 && plan.dims_split == 2 ? 2 : 1;
   void (*kernel)(const SparseMlaParams, int, int) = nullptr;
   cudaError_t e = cudaSuccess;
   int threads = kThreads, smem = C::SMEM > smem_min ? C::SMEM : smem_min;
@@ -3782,7 +3838,11 @@ cudaError_t launch_main(const SparseMlaParams& p, const SparseMlaPlan& plan, int
       e = cudaGetDevice(&device);
       if (e != cudaSuccess) return e;
       if (!kWarpSpecialized || device_info(device).major != 9) return cudaErrorInvalidValue;
-      e = prepared_ws_kernel<VEC>(&kernel);
+      if constexpr (kPlanWsDimsSplit && VEC == 16) {
+        e = dims_split == 2 ? prepared_ws_kernel<VEC, true>(&kernel) : prepared_ws_kernel<VEC>(&kernel);
+      } else {
+        e = prepared_ws_kernel<VEC>(&kernel);
+      }
       threads = kWsThreads;
       smem = WsCfg::SMEM;
     } else {
@@ -3797,7 +3857,7 @@ cudaError_t launch_main(const SparseMlaParams& p, const SparseMlaPlan& plan, int
   // Programmatic dependent launch (v23): the CTAs may start under the previous kernel in the
   // stream; the kernel waits (griddepcontrol.wait) before its first global access.
   cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(unsigned(int64_t(p.T) * head_blocks), unsigned(plan.num_splits));
+  cfg.gridDim = dim3(unsigned(int64_t(p.T) * head_blocks), unsigned(plan.num_splits), unsigned(dims_split));
   cfg.blockDim = dim3(threads);
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;

@@ -208,7 +208,7 @@ std::vector<int64_t> plan_info(int64_t device, int64_t T, int64_t H, int64_t top
                                                           static_cast<int>(num_splits), &plan);
   TORCH_CHECK(e == cudaSuccess, "sparse_mla_decode plan failed: ", cudaGetErrorString(e));
   return {plan.config, plan.heads_per_cta, plan.tile_n, plan.num_splits, plan.one_cta_per_sm ? 1 : 0, plan.cluster,
-          plan.warp_specialized ? 1 : 0};
+          plan.warp_specialized ? 1 : 0, plan.dims_split};
 }
 
 }  // namespace

@@ -30,6 +30,7 @@ struct SparseMlaPlan {
   bool one_cta_per_sm = false;  // v23: pad the launch to half an SM's shared memory (sparse_mla_one_cta_per_sm)
   int cluster = 1;  // v27: head-block CTAs per cluster sharing each tile's copy (sparse_mla_cluster_gather)
   bool warp_specialized = false;  // v32: the 64 x 64 tiles by the warp-specialized kernel (sparse_mla_warp_specialized)
+  int dims_split = 1;  // session 38: 2 = each WS (token, head block) as two CTAs, one per half of O's dims (sparse_mla_ws_dims_split)
 };
 
 constexpr int kMaxSplits = 64;
@@ -198,6 +199,25 @@ inline int sparse_mla_ws_padded_min_chain(const SparseMlaPlan& plan, int H) {
 }
 
 // The plan for one call: layout, heads per CTA, tile size, split count. false: bad arguments.
+// Session 38 candidate (DSPARKCTL_WS_DIMS_SPLIT, off by default): an unsplit WS call whose grid
+// fills at most half the SMs runs each (token, head block) as two CTAs, one per half of the output
+// dims. Both gather, convert and run S and the softmax of every tile (the same bytes, the same
+// order: the same P bit for bit); warpgroup 1 runs the P.V of the CTA's 256 dims and warpgroup 0
+// none. No combine: the halves are disjoint columns of the output. Why: DSpark T = 50 runs 50 WS
+// CTAs of 3 tiles on 132 SMs, and each spends about as long in P.V as in S, then ~2,950 cycles
+// storing its 64 KB of output rows at one SM's store rate (bench/store_ceiling.cu): two CTAs
+// halve a token's P.V and its stores on SMs that would idle.
+#ifndef DSPARKCTL_WS_DIMS_SPLIT
+#define DSPARKCTL_WS_DIMS_SPLIT 0
+#endif
+constexpr bool kPlanWsDimsSplit = DSPARKCTL_WS_DIMS_SPLIT == 1;
+static_assert(DSPARKCTL_WS_DIMS_SPLIT == 0 || DSPARKCTL_WS_DIMS_SPLIT == 1, "on or off");
+
+inline int sparse_mla_ws_dims_split(const SparseMlaPlanDevice& d, const SparseMlaPlan& plan, int T, int head_blocks) {
+  if (!kPlanWsDimsSplit || !plan.warp_specialized || plan.num_splits != 1) return 1;
+  return 2 * int64_t(T) * head_blocks <= d.sms ? 2 : 1;
+}
+
 inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int topk, int extra_topk, int config,
                                 int requested_splits, SparseMlaPlan* plan) {
   if (plan == nullptr || d.sms < 1 || T < 0 || H < 1 || H > 128 || topk < 1 || extra_topk < 0) return false;
@@ -308,6 +328,7 @@ inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int 
   plan->one_cta_per_sm = sparse_mla_one_cta_per_sm(d, *plan, int64_t(T) * head_blocks * plan->num_splits);
   plan->cluster = sparse_mla_cluster_gather(d, *plan, T, head_blocks, tiles_l);
   plan->warp_specialized = force_ws ? d.warp_specialized : sparse_mla_warp_specialized(d, *plan);
+  plan->dims_split = sparse_mla_ws_dims_split(d, *plan, T, head_blocks);
   return true;
 }
 

@@ -162,7 +162,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     sm_90a and sm_120a) and v62's (-DDSPARKCTL_DEQ_SPLIT16=0, -DDSPARKCTL_DEQ_UNSIGNED=0, sm_90a) and
     v63's (-DDSPARKCTL_CP_IGNORE_SRC=0, -DDSPARKCTL_PREFETCH_ONE_TEST=0, sm_90a) and v64's
     (-DDSPARKCTL_DEQ_SW_HALVES=0, -DDSPARKCTL_WS_LO_SPLIT16=0, sm_90a) and v65's
-    (-DDSPARKCTL_WS_TAIL16=0, sm_90a), as
+    (-DDSPARKCTL_WS_TAIL16=0, sm_90a) and session 38's candidate (-DDSPARKCTL_WS_DIMS_SPLIT=1, sm_90a), as
     {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
     if build.find_nvcc() is None:
         pytest.skip("nvcc not installed: cannot compile-check CUDA")
@@ -201,6 +201,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_90a_no_sw_halves": ["-arch=sm_90a", "-DDSPARKCTL_DEQ_SW_HALVES=0"],
         "sm_90a_no_ws_lo_split16": ["-arch=sm_90a", "-DDSPARKCTL_WS_LO_SPLIT16=0"],
         "sm_90a_no_ws_tail16": ["-arch=sm_90a", "-DDSPARKCTL_WS_TAIL16=0"],
+        "sm_90a_ws_dims_split": ["-arch=sm_90a", "-DDSPARKCTL_WS_DIMS_SPLIT=1"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -214,7 +215,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         text = (tmp_path / f"{k}.ptx").read_text()
         res[k] = {}
         for part in re.split(r"^(?:\.visible )?\.entry ", text, flags=re.M)[1:]:
-            m = re.match(r"\S*?(sparse_mla_(?:decode|combine)_kernelILi\d+ELi\d+(?:ELi\d+)?E|sparse_mla_decode_ws_kernelILi\d+E"
+            m = re.match(r"\S*?(sparse_mla_(?:decode|combine)_kernelILi\d+ELi\d+(?:ELi\d+)?E|sparse_mla_decode_ws_(?:dims_)?kernelILi\d+E"
                          r"|sparse_mla_combine_warp_kernelILi\d+E)(Lb1E)?", part)
             assert m, part[:200]
             res[k][m[1] + ("+cluster" if m[2] else "")] = part  # v27's clustered instantiation
@@ -694,3 +695,24 @@ def test_ws_tail16_adds_a_partial_tile_path_only_to_the_16_byte_ws_kernel(kernel
     n = moved.pop()
     assert cand[n].count("wgmma.mma_async") == base[n].count("wgmma.mma_async") + 8, n
     assert cand[n].count("cvt.rn.f16x2.e4m3x2") > base[n].count("cvt.rn.f16x2.e4m3x2"), n
+
+
+def test_ws_dims_split_candidate_adds_one_kernel_and_moves_nothing(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """Session 38's candidate (-DDSPARKCTL_WS_DIMS_SPLIT=1, off): one kernel more, the 16-byte WS
+    kernel's body with DH on (two CTAs per row block, one per half of O's dims); every shipped
+    kernel's PTX unchanged. Its producer is the WS kernel's (same conversions, same bulk copies);
+    warpgroup 0 runs no P.V, so it has fewer register-A wgmma (warpgroup 1's lo pass of either half
+    only) and no more wgmma in all than the WS kernel plus warpgroup 1's second P.V form."""
+    base, cand = kernel_ptx["sm_90a"], kernel_ptx["sm_90a_ws_dims_split"]
+
+    def norm(ptx: str) -> str:  # basic-block labels carry the function's index, which the new kernel shifts
+        return re.sub(r"\$L__BB\d+_", "$L__BB_", ptx)
+
+    assert {n: norm(cand[n]) for n in base} == {n: norm(p) for n, p in base.items()}
+    new = set(cand) - set(base)
+    assert new == {"sparse_mla_decode_ws_dims_kernelILi16E"}, sorted(new)
+    dh, ws = cand.pop("sparse_mla_decode_ws_dims_kernelILi16E"), base["sparse_mla_decode_ws_kernelILi16E"]
+    for op in ("cvt.rn.f16x2.e4m3x2", "cp.async.bulk.shared::cluster.global", "cp.async.bulk.prefetch.L2"):
+        assert dh.count(op) == ws.count(op), op
+    assert 0 < dh.count("wgmma.mma_async") < 2 * ws.count("wgmma.mma_async")
+    assert "blockIdx" not in dh and "%ctaid.z" in dh and "%ctaid.z" not in ws

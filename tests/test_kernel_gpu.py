@@ -407,6 +407,25 @@ def test_dspark_bench_shapes_automatic_plan(t: int, extra: tuple[int, int] | Non
     _check(args, out, lse)
 
 
+@pytest.mark.parametrize("pbs", [256, 3])
+def test_dspark_t50_halves_of_the_output_dims(pbs: int) -> None:
+    """Session 38's candidate (-DDSPARKCTL_WS_DIMS_SPLIT=1): DSpark T = 50's 50 unsplit WS CTAs run
+    as 100, one per half of O's dims. Whatever the build, the plan reports it only on an unsplit WS
+    plan, and the call matches the reference: with it, each half writes its own 256 columns and
+    half 0 alone the lse, at DSpark's lengths (valid 133, 128 + gamma) and with the sink. At page
+    size 3 the page stride is not 16-byte aligned: the 8-byte path has no such kernel and runs one
+    CTA per row block whatever the plan says."""
+    plan = ops.plan_info(50, 64, 192, 0)
+    assert plan["dims_split"] in (1, 2), plan
+    if plan["dims_split"] == 2:
+        assert plan["warp_specialized"] and plan["num_splits"] == 1, plan
+    args = _inputs(Case(t=50, h=64, topk=192, pbs=pbs, extra=None, sink=True, seed=38, pad=0 if pbs == 3 else None))
+    assert (layout.page_stride_bytes(args["kv_cache"]) % 16 != 0) == (pbs == 3)
+    args["topk_length"][5:] = torch.tensor([133, 128, 129, 64, 192], device="cuda", dtype=torch.int32).repeat(9)
+    out, lse = ops.sparse_mla_decode(**args)
+    _check(args, out, lse)
+
+
 @pytest.mark.parametrize("splits", [3, 9, 17, 33])
 def test_combine_sum_order_independent_of_row_count(splits: int) -> None:
     """A 40-token call (960 token-head rows) and its one-token calls at the same forced layout and split count are

@@ -51,7 +51,8 @@ def harness_no_ws_padded(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def launches(exe: Path, dev: dict, cases: list[tuple[int, int, int, int, int, int]]) -> list[tuple[int, ...] | None]:
     """cases: (T, H, topk, extra_topk, config, requested_splits) -> (config, heads, tile, splits,
-    one CTA per SM forced at launch, CTAs per cluster, warp-specialized kernel)."""
+    one CTA per SM forced at launch, CTAs per cluster, warp-specialized kernel, CTAs per row block
+    along O's dims)."""
     occ = " ".join(map(str, dev["occ"]))
     lines = [
         f"{dev['sms']} {dev['optin']} {SMEM_LARGE} {SMEM_LARGE16} {occ} {dev['wgmma']} {dev['cluster']} {dev['ws']} "
@@ -146,7 +147,7 @@ def test_one_cta_per_sm_forcing(harness: Path) -> None:
     got = launches(harness, H200, [(*s, AUTO, 0) for s in shapes])
     for (t, h, _k, _e), r in zip(shapes, got, strict=True):
         assert r is not None
-        config, heads, _tile, splits, forced, _cluster, _ws = r
+        config, heads, _tile, splits, forced, _cluster, _ws, _dims = r
         ctas = t * -(-h // heads) * splits
         assert forced == int(config == SMALL and ctas <= H200["sms"]), ((t, h), r, ctas)
     assert {s for s, r in zip(shapes, got, strict=True) if r[4]} == {
@@ -154,7 +155,7 @@ def test_one_cta_per_sm_forcing(harness: Path) -> None:
     }
     # a 100-CTA SMALL grid (DSpark T = 50 forced to SMALL, no split; before v26 the automatic
     # plan of a build without wgmma) is padded too
-    assert launches(harness, H200_NO_WGMMA, [(50, 64, 192, 0, SMALL, 1)]) == [(SMALL, 32, 32, 1, 1, 1, 0)]
+    assert launches(harness, H200_NO_WGMMA, [(50, 64, 192, 0, SMALL, 1)]) == [(SMALL, 32, 32, 1, 1, 1, 0, 1)]
     # a forced SMALL16 grid of 8 x 2 x 16 splits = 256 CTAs (T = 8 H = 32 +1024): more than one per SM, not padded
     assert launches(harness, H200, [(8, 32, 128, 1024, SMALL16, 0)])[0][4] == 0
     # SM120: one CTA per SM by shared memory already; never padded
@@ -270,7 +271,7 @@ def test_warp_specialized_kernel_for_every_64_head_large_plan(harness: Path) -> 
     # the warp-specialized kernel wherever the device has it, plain 64-head LARGE elsewhere
     forced = [(1, 8, 64, 0, LARGE_WS, 0), (5, 64, 192, 512, LARGE_WS, 3), (64, 128, 128, 512, LARGE_WS, 10)]
     assert launches(harness, H200, forced) == [
-        (LARGE, 64, 64, 1, 0, 1, 1), (LARGE, 64, 64, 3, 0, 1, 1), (LARGE, 64, 64, 10, 0, 1, 1)
+        (LARGE, 64, 64, 1, 0, 1, 1, 1), (LARGE, 64, 64, 3, 0, 1, 1, 1), (LARGE, 64, 64, 10, 0, 1, 1, 1)
     ]
     assert [r[6] for r in launches(harness, H200_NO_WS, forced)] == [0, 0, 0]
     assert [r[:3] for r in launches(harness, H200_NO_WS, forced)] == [(LARGE, 64, 64)] * 3
@@ -338,3 +339,35 @@ def test_ws_padded_rules_move_only_chained_small_head_plans(harness: Path, harne
     forced = [(64, 32, 128, 1024, LARGE32, 0), (64, 32, 128, 1024, AUTO, 3), (64, 32, 128, 1024, LARGE, 0),
               (64, 16, 128, 1024, SMALL16, 0)]  # fmt: skip
     assert launches(harness, H200, forced) == launches(harness_no_ws_padded, H200, forced)
+
+
+@pytest.fixture(scope="module")
+def harness_dims_split(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Session 38's candidate rule on (-DDSPARKCTL_WS_DIMS_SPLIT=1)."""
+    return _build_harness(tmp_path_factory, "-DDSPARKCTL_WS_DIMS_SPLIT=1")
+
+
+def test_ws_dims_split_takes_only_unsplit_ws_grids_of_at_most_half_the_sms(harness: Path, harness_dims_split: Path) -> None:
+    """Session 38's candidate (off by default): an unsplit warp-specialized call whose grid fills at
+    most half the SMs runs two CTAs per (token, head block), one per half of O's dims. Nothing else
+    of any plan moves, and nothing at all off by default or without the WS kernel."""
+    shapes = [*H200_AUTO, *SMALL_HEAD_ROWS, (66, 64, 192, 0), (67, 64, 192, 0), (33, 128, 192, 0), (34, 128, 192, 0)]
+    cases = [(t, h, k, e, AUTO, 0) for t, h, k, e in shapes]
+    forced = [(1, 8, 64, 0, LARGE_WS, 0), (5, 64, 192, 512, LARGE_WS, 1), (64, 128, 128, 512, LARGE_WS, 1),
+              (12, 64, 192, 0, LARGE_WS, 2)]  # fmt: skip
+    for dev in (H200, H200_NO_WS, H200_NO_WGMMA, SM120):
+        off, on = launches(harness, dev, cases + forced), launches(harness_dims_split, dev, cases + forced)
+        assert all(r is None or r[7] == 1 for r in off), dev
+        assert [None if r is None else r[:7] for r in on] == [None if r is None else r[:7] for r in off], dev
+        split = {c for c, r in zip(cases + forced, on, strict=True) if r is not None and r[7] == 2}
+        if dev is not H200:
+            assert split == set(), dev
+            continue
+        for c, r in zip(cases + forced, on, strict=True):
+            if c in split:
+                head_blocks = -(-c[1] // 64)
+                assert r[6] == 1 and r[3] == 1 and 2 * c[0] * head_blocks <= H200["sms"], (c, r)
+        # DSpark T = 50 (50 unsplit WS CTAs) and the forced single-split calls that fit; T = 67 /
+        # 34 x 2 head blocks would not fit twice, 64 heads x 128 T = 64 neither, split calls never
+        assert {c[:4] for c in split if c[4] == AUTO} == {(50, 64, 192, 0), (66, 64, 192, 0), (33, 128, 192, 0)}
+        assert {c for c in split if c[4] != AUTO} == {(1, 8, 64, 0, LARGE_WS, 0), (5, 64, 192, 512, LARGE_WS, 1)}

@@ -318,8 +318,11 @@ def plan_info(
     _op()
     dev = torch.cuda.current_device() if device is None else int(device)
     r = torch.ops.dsparkctl.sparse_mla_decode_plan(dev, tokens, heads, topk, extra_topk, config, num_splits)
-    keys = ("config", "heads_per_cta", "tile_n", "num_splits", "one_cta_per_sm", "cluster", "warp_specialized")
-    return {k: (bool(v) if k in ("one_cta_per_sm", "warp_specialized") else int(v)) for k, v in zip(keys, r, strict=True)}
+    keys = ("config", "heads_per_cta", "tile_n", "num_splits", "one_cta_per_sm", "cluster", "warp_specialized", "dims_split")
+    values = list(r)
+    if len(values) == len(keys) - 1:  # a library built before dims_split (an A/B's old side): one CTA per row block
+        values.append(1)
+    return {k: (bool(v) if k in ("one_cta_per_sm", "warp_specialized") else int(v)) for k, v in zip(keys, values, strict=True)}
 
 
 def sparse_mla_decode_cfg(
