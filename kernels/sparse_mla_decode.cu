@@ -2738,9 +2738,9 @@ __device__ __forceinline__ void ws_store_unit(uint8_t* dst, int x0, const uint4 
 #endif
 }
 
-// The WS kernel's body; DH (session 38's candidate, sparse_mla_ws_dims_split): this CTA computes
-// O's dims [256 half, 256 half + 256) only, half = blockIdx.z. Its own kernel (below), so the
-// shipped kernel's code does not change.
+// The WS kernel's body; DH (v66, sparse_mla_ws_dims_split): this CTA computes O's dims
+// [256 half, 256 half + 256) only, half = blockIdx.z. A kernel of its own (below), so the one-CTA
+// form's code is v65's.
 template <int VEC, bool DH>
 __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num_splits, int head_blocks) {
 #if DSPARKCTL_WGMMA
@@ -3511,10 +3511,10 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   ws_kernel_body<VEC, false>(p, num_splits, head_blocks);
 }
 
-// Session 38's candidate: two CTAs per (token, head block), one per half of O's dims (grid.z).
+// v66: two CTAs per (token, head block), one per half of O's dims (grid.z).
 template <int VEC>
 __global__ void __launch_bounds__(kWsThreads, 1)
-    sparse_mla_decode_ws_dims_kernel(const SparseMlaParams p, int num_splits, int head_blocks) {
+    sparse_mla_decode_ws_kernel_dims(const SparseMlaParams p, int num_splits, int head_blocks) {
   ws_kernel_body<VEC, true>(p, num_splits, head_blocks);
 }
 
@@ -3800,7 +3800,7 @@ constexpr bool kWarpSpecialized = true;
 template <int VEC, bool DH = false>
 cudaError_t prepared_ws_kernel(void (**out)(const SparseMlaParams, int, int)) {
   void (*kernel)(const SparseMlaParams, int, int) = sparse_mla_decode_ws_kernel<VEC>;
-  if constexpr (DH) kernel = sparse_mla_decode_ws_dims_kernel<VEC>;
+  if constexpr (DH) kernel = sparse_mla_decode_ws_kernel_dims<VEC>;
   static bool attr_set[kMaxDevices] = {};
   int device = 0;
   cudaError_t e = cudaGetDevice(&device);
@@ -3825,7 +3825,7 @@ cudaError_t launch_main(const SparseMlaParams& p, const SparseMlaPlan& plan, int
   // and the 16-byte copy path runs; grid.x (T x head blocks) is a multiple of the cluster size.
   constexpr bool kClusterLayout = kClusterGather && MT == 1 && BN == 64 && VEC == 16;
   const int cluster = kClusterLayout && plan.cluster == head_blocks ? plan.cluster : 1;
-  // session 38's candidate: the WS kernel's two halves of O's dims as grid.z (16-byte path only)
+  // v66: the WS kernel's two halves of O's dims as grid.z (16-byte path only)
   const int dims_split = plan.warp_specialized && kPlanWsDimsSplit && VEC == 16 && plan.dims_split == 2 ? 2 : 1;
   void (*kernel)(const SparseMlaParams, int, int) = nullptr;
   cudaError_t e = cudaSuccess;

@@ -30,7 +30,7 @@ struct SparseMlaPlan {
   bool one_cta_per_sm = false;  // v23: pad the launch to half an SM's shared memory (sparse_mla_one_cta_per_sm)
   int cluster = 1;  // v27: head-block CTAs per cluster sharing each tile's copy (sparse_mla_cluster_gather)
   bool warp_specialized = false;  // v32: the 64 x 64 tiles by the warp-specialized kernel (sparse_mla_warp_specialized)
-  int dims_split = 1;  // session 38: 2 = each WS (token, head block) as two CTAs, one per half of O's dims (sparse_mla_ws_dims_split)
+  int dims_split = 1;  // v66: 2 = each WS (token, head block) as two CTAs, one per half of O's dims (sparse_mla_ws_dims_split)
 };
 
 constexpr int kMaxSplits = 64;
@@ -199,16 +199,18 @@ inline int sparse_mla_ws_padded_min_chain(const SparseMlaPlan& plan, int H) {
 }
 
 // The plan for one call: layout, heads per CTA, tile size, split count. false: bad arguments.
-// Session 38 candidate (DSPARKCTL_WS_DIMS_SPLIT, off by default): an unsplit WS call whose grid
-// fills at most half the SMs runs each (token, head block) as two CTAs, one per half of the output
-// dims. Both gather, convert and run S and the softmax of every tile (the same bytes, the same
-// order: the same P bit for bit); warpgroup 1 runs the P.V of the CTA's 256 dims and warpgroup 0
-// none. No combine: the halves are disjoint columns of the output. Why: DSpark T = 50 runs 50 WS
-// CTAs of 3 tiles on 132 SMs, and each spends about as long in P.V as in S, then ~2,950 cycles
-// storing its 64 KB of output rows at one SM's store rate (bench/store_ceiling.cu): two CTAs
-// halve a token's P.V and its stores on SMs that would idle.
+// v66 (session 38; DSPARKCTL_WS_DIMS_SPLIT, on; =0 rebuilds v65): an unsplit WS call whose grid fills
+// at most half the SMs runs each (token, head block) as two CTAs, one per half of the output dims.
+// Both gather, convert and run S and the softmax of every tile (same bytes, same order: the same P
+// bit for bit); warpgroup 1 runs the P.V of the CTA's 256 dims and warpgroup 0 none. No combine:
+// the halves are disjoint columns of the output; half 0 alone writes the lse. Why: DSpark T = 50 ran
+// 50 WS CTAs of 3 tiles on 132 SMs, warpgroup 0 spending about as long in its P.V as in S, and each
+// CTA then stored 64 KB of output rows at one SM's store rate (bench/store_ceiling.cu). H200, same
+// call, 3 rounds against v65 (bench/results/kernel_h200_ws_dims_split/): DSpark T = 50 16.62 ->
+// 15.46 us; the rule moves no other bench row (all within the run-to-run spread). Not bit for bit
+// v65's there: half 0's lo pass reads P's lo part as e4m3 (as dims 256-447 always did), not fp16.
 #ifndef DSPARKCTL_WS_DIMS_SPLIT
-#define DSPARKCTL_WS_DIMS_SPLIT 0
+#define DSPARKCTL_WS_DIMS_SPLIT 1
 #endif
 constexpr bool kPlanWsDimsSplit = DSPARKCTL_WS_DIMS_SPLIT == 1;
 static_assert(DSPARKCTL_WS_DIMS_SPLIT == 0 || DSPARKCTL_WS_DIMS_SPLIT == 1, "on or off");

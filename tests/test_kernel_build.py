@@ -162,7 +162,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     sm_90a and sm_120a) and v62's (-DDSPARKCTL_DEQ_SPLIT16=0, -DDSPARKCTL_DEQ_UNSIGNED=0, sm_90a) and
     v63's (-DDSPARKCTL_CP_IGNORE_SRC=0, -DDSPARKCTL_PREFETCH_ONE_TEST=0, sm_90a) and v64's
     (-DDSPARKCTL_DEQ_SW_HALVES=0, -DDSPARKCTL_WS_LO_SPLIT16=0, sm_90a) and v65's
-    (-DDSPARKCTL_WS_TAIL16=0, sm_90a) and session 38's candidate (-DDSPARKCTL_WS_DIMS_SPLIT=1, sm_90a), as
+    (-DDSPARKCTL_WS_TAIL16=0, sm_90a) and v66's (-DDSPARKCTL_WS_DIMS_SPLIT=0, sm_90a), as
     {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
     if build.find_nvcc() is None:
         pytest.skip("nvcc not installed: cannot compile-check CUDA")
@@ -201,7 +201,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_90a_no_sw_halves": ["-arch=sm_90a", "-DDSPARKCTL_DEQ_SW_HALVES=0"],
         "sm_90a_no_ws_lo_split16": ["-arch=sm_90a", "-DDSPARKCTL_WS_LO_SPLIT16=0"],
         "sm_90a_no_ws_tail16": ["-arch=sm_90a", "-DDSPARKCTL_WS_TAIL16=0"],
-        "sm_90a_ws_dims_split": ["-arch=sm_90a", "-DDSPARKCTL_WS_DIMS_SPLIT=1"],
+        "sm_90a_no_ws_dims_split": ["-arch=sm_90a", "-DDSPARKCTL_WS_DIMS_SPLIT=0"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -215,7 +215,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         text = (tmp_path / f"{k}.ptx").read_text()
         res[k] = {}
         for part in re.split(r"^(?:\.visible )?\.entry ", text, flags=re.M)[1:]:
-            m = re.match(r"\S*?(sparse_mla_(?:decode|combine)_kernelILi\d+ELi\d+(?:ELi\d+)?E|sparse_mla_decode_ws_(?:dims_)?kernelILi\d+E"
+            m = re.match(r"\S*?(sparse_mla_(?:decode|combine)_kernelILi\d+ELi\d+(?:ELi\d+)?E|sparse_mla_decode_ws_kernel(?:_dims)?ILi\d+E"
                          r"|sparse_mla_combine_warp_kernelILi\d+E)(Lb1E)?", part)
             assert m, part[:200]
             res[k][m[1] + ("+cluster" if m[2] else "")] = part  # v27's clustered instantiation
@@ -240,7 +240,7 @@ def test_wgmma_only_in_the_sm90a_64_candidate_tiles_of_32_and_64_heads(kernel_pt
     only; elsewhere it is a trapping stub that no plan launches."""
     hopper = kernel_ptx["sm_90a"]
     with_wgmma = {name for name, body in hopper.items() if "wgmma.mma_async" in body}
-    ws = {f"sparse_mla_decode_ws_kernelILi{v}E" for v in (8, 16)}
+    ws = {f"sparse_mla_decode_ws_kernelILi{v}E" for v in (8, 16)} | {"sparse_mla_decode_ws_kernel_dimsILi16E"}  # v66
     expected = {f"sparse_mla_decode_kernelILi{m}ELi64ELi{v}E" for m in (2, 4) for v in (8, 16)} | ws
     assert with_wgmma == expected, sorted(with_wgmma)
     for name in ws:
@@ -283,7 +283,7 @@ def test_multicast_copies_only_in_the_sm90a_cluster_kernel(kernel_ptx: dict[str,
     into its own CTA on the 16-byte path: no multicast; since v45 its only cluster barriers are the
     epilogue's 2-split combine rendezvous, sm_90a only.)"""
     cluster_ops = ("multicast::cluster", "mbarrier.try_wait", "barrier.cluster")
-    ws = {"sparse_mla_decode_ws_kernelILi8E", "sparse_mla_decode_ws_kernelILi16E"}
+    ws = {"sparse_mla_decode_ws_kernelILi8E", "sparse_mla_decode_ws_kernelILi16E", "sparse_mla_decode_ws_kernel_dimsILi16E"}
     for target, kernels in _shipped_and_no_wgmma(kernel_ptx).items():
         with_ops = {name for name, body in kernels.items() if any(op in body for op in cluster_ops) and name not in ws}
         expected = {"sparse_mla_decode_kernelILi1ELi64ELi16E+cluster"} if target.startswith("sm_90a") else set()
@@ -327,7 +327,7 @@ def _ws_kernels_of(kernel_ptx: dict[str, dict[str, str]], variant: str) -> list[
         if "ws_kernel" not in name:
             assert var[name] == body, (variant, name)
     pairs = [(name, body, var[name]) for name, body in ship.items() if "ws_kernel" in name]
-    assert len(pairs) == 2, pairs  # the 8- and 16-byte copy paths
+    assert len(pairs) == 3, pairs  # the 8- and 16-byte copy paths, and v66's 16-byte halves of O's dims
     return pairs
 
 
@@ -349,10 +349,11 @@ def test_ws_kernels_skip_the_o_rescale_by_a_warp_vote(kernel_ptx: dict[str, dict
     one vote.all each (v41 had none: the vote is how a refactor that drops the skip shows here);
     the racecheck build keeps them, so its check still covers the shipped loop."""
     ws = {k: v for k, v in kernel_ptx["sm_90a"].items() if "ws_kernel" in k}
-    assert len(ws) == 2, sorted(ws)
+    assert len(ws) == 3, sorted(ws)
     for name, body in ws.items():
-        assert body.count("vote.sync.all") == 2, name
-        assert kernel_ptx["sm_90a_ws_racecheck_sync"][name].count("vote.sync.all") == 2, name
+        n = 1 if "_dims" in name else 2  # v66's halves: warpgroup 0 holds no O
+        assert body.count("vote.sync.all") == n, name
+        assert kernel_ptx["sm_90a_ws_racecheck_sync"][name].count("vote.sync.all") == n, name
 
 
 def test_only_the_16_byte_ws_kernel_prefetches_into_l2(kernel_ptx: dict[str, dict[str, str]]) -> None:
@@ -362,8 +363,8 @@ def test_only_the_16_byte_ws_kernel_prefetches_into_l2(kernel_ptx: dict[str, dic
     other kernel prefetches, and the A/B build without it (-DDSPARKCTL_WS_L2_PREFETCH=0) changes the
     warp-specialized kernels only and has no prefetch."""
     with_insn = sorted(n for n, b in kernel_ptx["sm_90a"].items() if "prefetch" in b)
-    assert len(with_insn) == 1 and "ws_kernelILi16E" in with_insn[0], with_insn
-    assert kernel_ptx["sm_90a"][with_insn[0]].count("cp.async.bulk.prefetch.L2.global") == 1
+    assert len(with_insn) == 2 and all("ILi16E" in n and "ws_kernel" in n for n in with_insn), with_insn  # v66: and its halves
+    assert all(kernel_ptx["sm_90a"][n].count("cp.async.bulk.prefetch.L2.global") == 1 for n in with_insn)
     for name, _, var in _ws_kernels_of(kernel_ptx, "sm_90a_ws_no_pf"):
         assert "prefetch" not in var, name
     for k in ("sm_120a", "sm_90a_no_wgmma"):
@@ -419,7 +420,7 @@ def test_combine_probe_drops_only_the_peer_loads_and_row_stores(kernel_ptx: dict
     marks, probe = kernel_ptx["sm_90a_tl_marks"], kernel_ptx["sm_90a_tl_probe3"]
     assert marks.keys() == probe.keys()
     ws = [name for name in marks if "ws_kernel" in name]
-    assert len(ws) == 2, ws
+    assert len(ws) == 3, ws
     for name, body in marks.items():
         if name not in ws:
             assert probe[name] == body, name
@@ -506,15 +507,16 @@ def test_split_pv_timeline_marks_only_add_warpgroup_1s_two_clock_reads(kernel_pt
     """Session 32's -DDSPARKCTL_TL_SPLIT_PV (timeline builds only) splits warpgroup 1's P.V phase at
     the commit: two more clock reads for each of its P.V sequences and its commit / wait apart,
     every other kernel's PTX as in the plain timeline build (so its marks measure the same code).
-    The 16-byte WS kernel has two such sequences since v65 (full tiles, and the partial tiles'
+    The 16-byte WS kernels have two such sequences since v65 (full tiles, and the partial tiles'
     one k-step); the 8-byte one has one."""
     plain, split = kernel_ptx["sm_90a_tl"], kernel_ptx["sm_90a_tl_split_pv"]
     assert set(plain) == set(split)
     ws = {k for k in plain if "_ws_kernel" in k}
-    assert len(ws) == 2
+    assert len(ws) == 3
     for name in plain:
         if name in ws:
-            sequences = 2 if name.startswith("sparse_mla_decode_ws_kernelILi16") else 1
+            # (v66's halves: half 1's sequences carry the marks, half 0's form has none)
+            sequences = 2 if "ILi16E" in name else 1
             clocks = [body.count("%clock64") for body in (plain[name], split[name])]
             assert clocks[1] == clocks[0] + 2 * sequences, (name, clocks)
             waits = [body.count("wgmma.wait_group") for body in (plain[name], split[name])]
@@ -691,28 +693,31 @@ def test_ws_tail16_adds_a_partial_tile_path_only_to_the_16_byte_ws_kernel(kernel
     the tail's own FP8 converts."""
     base, cand = kernel_ptx["sm_90a_no_ws_tail16"], kernel_ptx["sm_90a"]
     moved = {n for n in base if base[n] != cand[n]}
-    assert moved == {n for n in base if n.startswith("sparse_mla_decode_ws_kernelILi16")} and len(moved) == 1, sorted(moved)
-    n = moved.pop()
-    assert cand[n].count("wgmma.mma_async") == base[n].count("wgmma.mma_async") + 8, n
-    assert cand[n].count("cvt.rn.f16x2.e4m3x2") > base[n].count("cvt.rn.f16x2.e4m3x2"), n
+    # (and v66's halves of O's dims, the same body: warpgroup 1's one k-step in either half's form)
+    ws16 = {"sparse_mla_decode_ws_kernelILi16E", "sparse_mla_decode_ws_kernel_dimsILi16E"}
+    assert moved == ws16, sorted(moved)
+    for n in moved:
+        assert cand[n].count("wgmma.mma_async") == base[n].count("wgmma.mma_async") + 8, n
+        assert cand[n].count("cvt.rn.f16x2.e4m3x2") > base[n].count("cvt.rn.f16x2.e4m3x2"), n
 
 
-def test_ws_dims_split_candidate_adds_one_kernel_and_moves_nothing(kernel_ptx: dict[str, dict[str, str]]) -> None:
-    """Session 38's candidate (-DDSPARKCTL_WS_DIMS_SPLIT=1, off): one kernel more, the 16-byte WS
-    kernel's body with DH on (two CTAs per row block, one per half of O's dims); every shipped
-    kernel's PTX unchanged. Its producer is the WS kernel's (same conversions, same bulk copies);
-    warpgroup 0 runs no P.V, so it has fewer register-A wgmma (warpgroup 1's lo pass of either half
-    only) and no more wgmma in all than the WS kernel plus warpgroup 1's second P.V form."""
-    base, cand = kernel_ptx["sm_90a"], kernel_ptx["sm_90a_ws_dims_split"]
+def test_ws_dims_split_adds_one_kernel_and_moves_nothing(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """v66 (-DDSPARKCTL_WS_DIMS_SPLIT=0 rebuilds v65): one kernel more, the 16-byte WS kernel's body
+    with DH on (two CTAs per row block, one per half of O's dims, grid.z); every other kernel's PTX
+    is v65's. Its producer is the WS kernel's (same conversions, bulk copies and L2 prefetches);
+    warpgroup 0 runs no P.V."""
+    cand, base = kernel_ptx["sm_90a"], kernel_ptx["sm_90a_no_ws_dims_split"]
 
     def norm(ptx: str) -> str:  # basic-block labels carry the function's index, which the new kernel shifts
         return re.sub(r"\$L__BB\d+_", "$L__BB_", ptx)
 
     assert {n: norm(cand[n]) for n in base} == {n: norm(p) for n, p in base.items()}
     new = set(cand) - set(base)
-    assert new == {"sparse_mla_decode_ws_dims_kernelILi16E"}, sorted(new)
-    dh, ws = cand.pop("sparse_mla_decode_ws_dims_kernelILi16E"), base["sparse_mla_decode_ws_kernelILi16E"]
+    assert new == {"sparse_mla_decode_ws_kernel_dimsILi16E"}, sorted(new)
+    dh, ws = cand["sparse_mla_decode_ws_kernel_dimsILi16E"], base["sparse_mla_decode_ws_kernelILi16E"]
     for op in ("cvt.rn.f16x2.e4m3x2", "cp.async.bulk.shared::cluster.global", "cp.async.bulk.prefetch.L2"):
         assert dh.count(op) == ws.count(op), op
     assert 0 < dh.count("wgmma.mma_async") < 2 * ws.count("wgmma.mma_async")
-    assert "blockIdx" not in dh and "%ctaid.z" in dh and "%ctaid.z" not in ws
+    assert "%ctaid.z" in dh and "%ctaid.z" not in ws
+    # a 16-byte-path kernel only (the 8-byte path lands rows elsewhere and keeps one CTA per row block)
+    assert "sparse_mla_decode_ws_kernel_dimsILi8E" not in cand

@@ -271,8 +271,8 @@ def test_warp_specialized_kernel_for_every_64_head_large_plan(harness: Path) -> 
     # the warp-specialized kernel wherever the device has it, plain 64-head LARGE elsewhere
     forced = [(1, 8, 64, 0, LARGE_WS, 0), (5, 64, 192, 512, LARGE_WS, 3), (64, 128, 128, 512, LARGE_WS, 10)]
     assert launches(harness, H200, forced) == [
-        (LARGE, 64, 64, 1, 0, 1, 1, 1), (LARGE, 64, 64, 3, 0, 1, 1, 1), (LARGE, 64, 64, 10, 0, 1, 1, 1)
-    ]
+        (LARGE, 64, 64, 1, 0, 1, 1, 2), (LARGE, 64, 64, 3, 0, 1, 1, 1), (LARGE, 64, 64, 10, 0, 1, 1, 1)
+    ]  # (one token, one tile: one split, so v66's two halves of O's dims)
     assert [r[6] for r in launches(harness, H200_NO_WS, forced)] == [0, 0, 0]
     assert [r[:3] for r in launches(harness, H200_NO_WS, forced)] == [(LARGE, 64, 64)] * 3
     assert [r[6] for r in launches(harness, SM120, forced)] == [0, 0, 0]
@@ -342,21 +342,21 @@ def test_ws_padded_rules_move_only_chained_small_head_plans(harness: Path, harne
 
 
 @pytest.fixture(scope="module")
-def harness_dims_split(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Session 38's candidate rule on (-DDSPARKCTL_WS_DIMS_SPLIT=1)."""
-    return _build_harness(tmp_path_factory, "-DDSPARKCTL_WS_DIMS_SPLIT=1")
+def harness_no_dims_split(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """v66's rule off (-DDSPARKCTL_WS_DIMS_SPLIT=0: v65's plan)."""
+    return _build_harness(tmp_path_factory, "-DDSPARKCTL_WS_DIMS_SPLIT=0")
 
 
-def test_ws_dims_split_takes_only_unsplit_ws_grids_of_at_most_half_the_sms(harness: Path, harness_dims_split: Path) -> None:
-    """Session 38's candidate (off by default): an unsplit warp-specialized call whose grid fills at
-    most half the SMs runs two CTAs per (token, head block), one per half of O's dims. Nothing else
-    of any plan moves, and nothing at all off by default or without the WS kernel."""
+def test_ws_dims_split_takes_only_unsplit_ws_grids_of_at_most_half_the_sms(harness: Path, harness_no_dims_split: Path) -> None:
+    """v66 (session 38): an unsplit warp-specialized call whose grid fills at most half the SMs runs
+    two CTAs per (token, head block), one per half of O's dims. Nothing else of any plan moves
+    against v65's (the rule off), and nothing at all without the WS kernel."""
     shapes = [*H200_AUTO, *SMALL_HEAD_ROWS, (66, 64, 192, 0), (67, 64, 192, 0), (33, 128, 192, 0), (34, 128, 192, 0)]
     cases = [(t, h, k, e, AUTO, 0) for t, h, k, e in shapes]
     forced = [(1, 8, 64, 0, LARGE_WS, 0), (5, 64, 192, 512, LARGE_WS, 1), (64, 128, 128, 512, LARGE_WS, 1),
               (12, 64, 192, 0, LARGE_WS, 2)]  # fmt: skip
     for dev in (H200, H200_NO_WS, H200_NO_WGMMA, SM120):
-        off, on = launches(harness, dev, cases + forced), launches(harness_dims_split, dev, cases + forced)
+        off, on = launches(harness_no_dims_split, dev, cases + forced), launches(harness, dev, cases + forced)
         assert all(r is None or r[7] == 1 for r in off), dev
         assert [None if r is None else r[:7] for r in on] == [None if r is None else r[:7] for r in off], dev
         split = {c for c, r in zip(cases + forced, on, strict=True) if r is not None and r[7] == 2}
