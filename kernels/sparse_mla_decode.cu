@@ -277,19 +277,6 @@ constexpr bool kWsLoSplit16 = DSPARKCTL_WS_LO_SPLIT16 == 1;
 #endif
 static_assert(DSPARKCTL_WS_TAIL16 == 0 || DSPARKCTL_WS_TAIL16 == 1, "on or off");
 constexpr bool kWsTail16 = DSPARKCTL_WS_TAIL16 == 1;
-// Session 38 candidate (DSPARKCTL_WS_DH_S_AHEAD, off by default), for v66's halves-of-O kernel only,
-// whose warpgroup 0 runs S, the mask and P and no P.V: it issues the next tile's nope S (28 of its
-// 32 k-steps, into a second accumulator) right after the current tile's S, so the tensor pipe runs
-// it while the warpgroup masks and exponentiates. 1: only when the next tile is converted already
-// (a warpgroup-wide OR of mbarrier.test_wait; otherwise as before); 2: always, waiting for it.
-// Why: in v66's timeline (bench/results/kernel_h200_ws_dims_split/) warpgroup 0 is the DSpark
-// T = 50 CTA's bound, ~4,700 cycles a tile (S ~1,850, mask ~580, P ~1,300) against warpgroup 1's
-// P.V ~1,300-1,700 and a tensor pipe that needs ~3,000.
-#ifndef DSPARKCTL_WS_DH_S_AHEAD
-#define DSPARKCTL_WS_DH_S_AHEAD 0
-#endif
-static_assert(DSPARKCTL_WS_DH_S_AHEAD >= 0 && DSPARKCTL_WS_DH_S_AHEAD <= 2, "0 off, 1 when ready, 2 always");
-constexpr int kWsDhSAhead = DSPARKCTL_WS_DH_S_AHEAD;
 
 template <int MT, int BN>
 struct Cfg {
@@ -494,18 +481,6 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
         : "memory");
   } while (!done);
 #endif
-}
-// Whether the mbarrier's phase `parity` has completed, without waiting.
-[[maybe_unused]] __device__ __forceinline__ bool mbar_test(uint64_t* bar, uint32_t parity) {
-  uint32_t done = 1;
-#if DSPARKCTL_MBAR
-  asm volatile(
-      "{\n .reg .pred p;\n mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-      : "=r"(done)
-      : "r"(smem_u32(bar)), "r"(parity)
-      : "memory");
-#endif
-  return done != 0;
 }
 // `bytes` (a multiple of 16, both addresses 16-byte aligned) from global to shared memory,
 // counted on the mbarrier at `bar` (v31d: one candidate row per copy).
@@ -2417,7 +2392,7 @@ static_assert(DSPARKCTL_WS_L2_PREFETCH == 0 || DSPARKCTL_WS_L2_PREFETCH == 1, "o
 // prefetches a tile; without it threads 0-63.
 [[maybe_unused]] __device__ __forceinline__ int ws_prep_row(int pt) { return kWsL2Prefetch ? (pt >> 5) * 16 + (pt & 15) : pt; }
 [[maybe_unused]] __device__ __forceinline__ bool ws_preps(int pt) { return kWsL2Prefetch ? (pt & 31) < 16 : pt < 64; }
-enum WsBarrier : int { kWsPReady = 1, kWsPFree = 2, kWsProducer = 3, kWsConsumers = 4, kWsSAhead = 5 };
+enum WsBarrier : int { kWsPReady = 1, kWsPFree = 2, kWsProducer = 3, kWsConsumers = 4 };
 // v52, WS_NOPE_P_HILO (on; =0 for A/Bs): the WS kernel's nope P.V in two fp16 passes too (see
 // DSPARKCTL_NOPE_P_HILO), with no hand-off added. Its shared memory has no room for a second fp16
 // P buffer (227,184 of 232,448 bytes). Warpgroup 0 computed P, so its lo pass takes the lo part
@@ -3217,41 +3192,24 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
     DSPARKCTL_WS_TL_ABS(21);
     DSPARKCTL_WS_TL_DECL
     const uint64_t dq = wgmma_desc_sw128(sQ);
-    constexpr bool kAhead = DH && kWsDhSAhead > 0;
-    [[maybe_unused]] float sn[kAhead ? 8 : 1][4];  // kWsDhSAhead: the next tile's nope S, in flight
-    bool sn_on = false;                           // (the same in every thread of the warpgroup)
     for (int it = tile_begin; it < tile_end; ++it) {
       const int j = it - tile_begin, b = j & 1;
-      // (kAhead: the wait for a nope S issued ahead is unconditional, so no path reaches its
-      // registers with it in flight; with nothing in flight it returns at once)
-      if constexpr (kAhead) wgmma_wait();
-      if (!(kAhead && sn_on)) mbar_wait(&full[b], uint32_t(j >> 1) & 1u);  // (else waited before its S)
+      mbar_wait(&full[b], uint32_t(j >> 1) & 1u);
       DSPARKCTL_WS_TL(0);  // tile ready
       const bool t16 = tail16(it);  // kWsTail16: P and P.V over candidates 0-15 only
       const int e_tile = sEtile[b];
       const int e_new = e_run > e_tile ? e_run : e_tile;
       __nv_bfloat16* sKV = kv_tile(b);
       float s[8][4];  // columns (candidates) 8 n + 2 (lane % 4) (+ 1)
+#pragma unroll
+      for (int n = 0; n < 8; ++n)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) s[n][c] = 0.f;
       const uint64_t dk = wgmma_desc_sw128(sKV);
-      if constexpr (kAhead) {
-        if (sn_on) {
+      wgmma_fence();
 #pragma unroll
-          for (int n = 0; n < 8; ++n)
-#pragma unroll
-            for (int c = 0; c < 4; ++c) s[n][c] = sn[n][c];
-        }
-      }
-      if (!(kAhead && sn_on)) {
-#pragma unroll
-        for (int n = 0; n < 8; ++n)
-#pragma unroll
-          for (int c = 0; c < 4; ++c) s[n][c] = 0.f;
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < kDN / 16; ++kk) ws_s64<false>(s, dq + kstep(kk, M), dk + kstep(kk, BN));
-        wgmma_commit_wait();
-      }
-      sn_on = false;
+      for (int kk = 0; kk < kDN / 16; ++kk) ws_s64<false>(s, dq + kstep(kk, M), dk + kstep(kk, BN));
+      wgmma_commit_wait();
       const Pow2Pair s_nope[2] = {Pow2Pair(q_shift[0] + e_tile), Pow2Pair(q_shift[1] + e_tile)};
 #pragma unroll
       for (int n = 0; n < 8; ++n)
@@ -3262,25 +3220,6 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       for (int kk = kDN / 16; kk < kD / 16; ++kk) ws_s64<true>(s, dq + kstep(kk, M), dk + kstep(kk, BN));
       wgmma_commit_wait();
       if constexpr (DH) mbar_arrive(&empty[b]);  // DH: no P.V here, so S was this warpgroup's last read of the tile
-      if constexpr (kAhead) {
-        if (it + 1 < tile_end) {
-          const uint32_t ph1 = uint32_t((j + 1) >> 1) & 1u;
-          uint64_t* f1 = &full[(j + 1) & 1];
-          sn_on = kWsDhSAhead == 2 || nbar_or(kWsSAhead, 128, mbar_test(f1, ph1));
-          if (sn_on) {
-            mbar_wait(f1, ph1);
-#pragma unroll
-            for (int n = 0; n < 8; ++n)
-#pragma unroll
-              for (int c = 0; c < 4; ++c) sn[n][c] = 0.f;
-            const uint64_t dk1 = wgmma_desc_sw128(kv_tile((j + 1) & 1));
-            wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < kDN / 16; ++kk) ws_s64<false>(sn, dq + kstep(kk, M), dk1 + kstep(kk, BN));
-            wgmma_commit();
-          }
-        }
-      }
       DSPARKCTL_WS_TL(1);  // S
       // scale (base 2), mask (a select: invalid candidates' rows are zeros, but stay out), row max
       float rmax[2] = {-INFINITY, -INFINITY};
@@ -3402,7 +3341,6 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       mbar_arrive(&empty[b]);
       DSPARKCTL_WS_TL(5);  // P.V (dims 0-255)
     }
-    if constexpr (kAhead) wgmma_wait();  // (never in flight here: issued only before another tile)
     // the rows' sums over the quad, then their lse and output factors
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
