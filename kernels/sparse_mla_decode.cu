@@ -257,7 +257,7 @@ constexpr bool kDeqSwHalves = DSPARKCTL_DEQ_SW_HALVES == 1;
 #define DSPARKCTL_WS_LO_SPLIT16 1
 #endif
 static_assert(DSPARKCTL_WS_LO_SPLIT16 == 0 || DSPARKCTL_WS_LO_SPLIT16 == 1, "on or off");
-constexpr bool kWsLoSplit16 = DSPARKCTL_WS_LO_SPLIT16 == 1;
+[[maybe_unused]] constexpr bool kWsLoSplit16 = DSPARKCTL_WS_LO_SPLIT16 == 1;
 // v65 (session 37; DSPARKCTL_WS_TAIL16=0 rebuilds v64; outputs bit for bit): a WS tile whose live
 // rows (its positions below the row's length) all fall in its first 16 candidates, e.g. DSpark's
 // third tile at valid length 133 (5 live), is converted by all 128 producer threads (2 of the 14
@@ -276,7 +276,7 @@ constexpr bool kWsLoSplit16 = DSPARKCTL_WS_LO_SPLIT16 == 1;
 #define DSPARKCTL_WS_TAIL16 1
 #endif
 static_assert(DSPARKCTL_WS_TAIL16 == 0 || DSPARKCTL_WS_TAIL16 == 1, "on or off");
-constexpr bool kWsTail16 = DSPARKCTL_WS_TAIL16 == 1;
+[[maybe_unused]] constexpr bool kWsTail16 = DSPARKCTL_WS_TAIL16 == 1;
 
 template <int MT, int BN>
 struct Cfg {
@@ -2412,7 +2412,7 @@ constexpr bool kWsNopePHiLo = DSPARKCTL_WS_NOPE_P_HILO == 1;
 constexpr int kWsLo8Shift = 20 - DSPARKCTL_WS_LAZY_MAX;
 static_assert(kWsLo8Shift >= 6 && kWsLo8Shift <= 20, "the lo part's e4m3 scale stays an fp16 power of two");
 // 2^-kWsLo8Shift as fp16 x2 (normal down to 2^-14, subnormal below)
-constexpr uint32_t kWsLo8Unscale =
+[[maybe_unused]] constexpr uint32_t kWsLo8Unscale =
     (kWsLo8Shift <= 14 ? uint32_t(15 - kWsLo8Shift) << 10 : 1u << (24 - kWsLo8Shift)) * 0x10001u;
 // v45: a 2-split WS call runs the two splits of a (token, head block) as one 2-CTA cluster and
 // combines them in the epilogue, over distributed shared memory: each CTA stages its fp32 partial
@@ -2736,6 +2736,35 @@ __device__ __forceinline__ void ws_store_unit(uint8_t* dst, int x0, const uint4 
 #else
   nbar_arrive(id, n);
 #endif
+}
+
+// O's dims 0-255 += P.V over NKS k-steps of a WS tile (V: the tile's swizzled rows, MN-major from
+// dv; P's hi part: fp16 in shared memory at dp16), then WS_NOPE_P_HILO's lo pass with P's lo part
+// from registers, lo_a(ks, a) giving k-step ks's 4 A registers: warpgroup 0's sequence, and v66's
+// half 0 in warpgroup 1. One fence, one commit and wait: no branch between the wgmmas.
+template <int NKS, class LoA>
+__device__ __forceinline__ void ws_pv_dims_0_255(float (&on)[24][4], float (&orp)[8][4], uint64_t dp16, uint64_t dv,
+                                                 LoA lo_a) {
+  constexpr int BN = WsCfg::BN;
+  wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < NKS; ++ks) {
+    const uint64_t ka = (ks * 32) >> 4;
+    const uint64_t kb = (ks * 16 * 128) >> 4;
+    wgmma_pv_m64n192_f16(on, dp16 + ka, dv + kb);
+    wgmma_pv_m64n64<false>(orp, dp16 + ka, dv + ((3 * BN * 128) >> 4) + kb);
+  }
+  if constexpr (kWsNopePHiLo) {
+#pragma unroll
+    for (int ks = 0; ks < NKS; ++ks) {
+      uint32_t a[4];
+      lo_a(ks, a);
+      const uint64_t kb = (ks * 16 * 128) >> 4;
+      wgmma_pv_m64n192_f16_ra(on, a, dv + kb);
+      wgmma_pv_m64n64_f16_ra(orp, a, dv + ((3 * BN * 128) >> 4) + kb);
+    }
+  }
+  wgmma_commit_wait();
 }
 
 // The WS kernel's body; DH (v66, sparse_mla_ws_dims_split): this CTA computes O's dims
@@ -3317,24 +3346,12 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       // NKS k-steps (kWsTail16: 1 on a tile whose live rows are 0-15, a sequence of its own, so the
       // full tiles' sequence has no branch between its wgmmas)
       auto pv = [&](auto nks) {
-        wgmma_fence();
-#pragma unroll
-        for (int ks = 0; ks < decltype(nks)::value; ++ks) {
-          const uint64_t ka = (ks * 32) >> 4;
-          const uint64_t kb = (ks * 16 * 128) >> 4;
-          wgmma_pv_m64n192_f16(on, dp16 + ka, dv + kb);
-          wgmma_pv_m64n64<false>(orp, dp16 + ka, dv + ((3 * BN * 128) >> 4) + kb);
-        }
-        if constexpr (kWsNopePHiLo) {
-#pragma unroll
-          for (int ks = 0; ks < decltype(nks)::value; ++ks) {
-            const uint32_t a[4] = {p16lo[2 * ks][0], p16lo[2 * ks][1], p16lo[2 * ks + 1][0], p16lo[2 * ks + 1][1]};
-            const uint64_t kb = (ks * 16 * 128) >> 4;
-            wgmma_pv_m64n192_f16_ra(on, a, dv + kb);
-            wgmma_pv_m64n64_f16_ra(orp, a, dv + ((3 * BN * 128) >> 4) + kb);
-          }
-        }
-        wgmma_commit_wait();
+        ws_pv_dims_0_255<decltype(nks)::value>(on, orp, dp16, dv, [&](int ks, uint32_t(&a)[4]) {
+          a[0] = p16lo[2 * ks][0];
+          a[1] = p16lo[2 * ks][1];
+          a[2] = p16lo[2 * ks + 1][0];
+          a[3] = p16lo[2 * ks + 1][1];
+        });
       };
       if (t16) pv(std::integral_constant<int, 1>());
       else pv(std::integral_constant<int, BN / 16>());
@@ -3403,24 +3420,12 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       auto pv = [&](auto nks) {
         if (DH && half == 0) {
           // DH, dims 0-255: warpgroup 0's sequence, its lo part from the e4m3 buffer (as dims 256-447's)
-          wgmma_fence();
-#pragma unroll
-          for (int ks = 0; ks < decltype(nks)::value; ++ks) {
-            const uint64_t ka = (ks * 32) >> 4;
-            const uint64_t kb = (ks * 16 * 128) >> 4;
-            wgmma_pv_m64n192_f16(on, dp16 + ka, dv + kb);
-            wgmma_pv_m64n64<false>(orp, dp16 + ka, dv + ((3 * BN * 128) >> 4) + kb);
-          }
-          if constexpr (kWsNopePHiLo) {
-#pragma unroll
-            for (int ks = 0; ks < decltype(nks)::value; ++ks) {
-              const uint32_t a[4] = {lo[4 * ks], lo[4 * ks + 1], lo[4 * ks + 2], lo[4 * ks + 3]};
-              const uint64_t kb = (ks * 16 * 128) >> 4;
-              wgmma_pv_m64n192_f16_ra(on, a, dv + kb);
-              wgmma_pv_m64n64_f16_ra(orp, a, dv + ((3 * BN * 128) >> 4) + kb);
-            }
-          }
-          wgmma_commit_wait();
+          ws_pv_dims_0_255<decltype(nks)::value>(on, orp, dp16, dv, [&](int ks, uint32_t(&a)[4]) {
+            a[0] = lo[4 * ks];
+            a[1] = lo[4 * ks + 1];
+            a[2] = lo[4 * ks + 2];
+            a[3] = lo[4 * ks + 3];
+          });
           return;
         }
         wgmma_fence();
