@@ -34,7 +34,9 @@ LAYOUTS = {
     4: ("large16", 16, 64),
     5: ("large32", 32, 64),
     6: ("large_ws", 64, 64),
-}  # config: name, heads/CTA, tile (large_ws: the warp-specialized kernel, 64 rows padded below 64 heads)
+    7: ("large_ws_dh", 64, 64),
+}  # config: name, heads/CTA, tile (large_ws: the warp-specialized kernel, 64 rows padded below 64 heads;
+#    large_ws_dh: that kernel with v66's two CTAs per row block, one per half of O's dims)
 SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 11, 12, 13, 16, 20, 24, 33, 36)
 
 
@@ -123,9 +125,9 @@ def main() -> int:
             if args.layout and name != args.layout:
                 continue
             tiles = -(-shape["topk"] // tile) + -(-shape["extra"] // tile)
-            ctas = shape["T"] * -(-shape["H"] // heads)
+            ctas = shape["T"] * -(-shape["H"] // heads) * (2 if cfg == 7 else 1)
             for sp in SPLITS:
-                if sp > tiles or ctas * sp > 4 * sms:
+                if sp > tiles or ctas * sp > 4 * sms or (cfg == 7 and sp == 2):  # (2 splits: large_ws's plan)
                     continue
                 us = (
                     graph_time(

@@ -104,7 +104,7 @@ dsparkctl::SparseMlaCache make_cache(const at::Tensor& c, const at::Tensor& idx2
 
 // The testing op's and the plan query's layout / split arguments.
 void check_plan_args(int64_t config, int64_t num_splits) {
-  TORCH_CHECK(config >= 0 && config <= 6, "config must be 0, 1, 2, 3, 4, 5 or 6");
+  TORCH_CHECK(config >= 0 && config <= 7, "config must be 0, 1, 2, 3, 4, 5, 6 or 7");
   TORCH_CHECK(num_splits >= 0 && num_splits <= dsparkctl::kMaxSplits, "num_splits must be in 0..64");
 }
 

@@ -16,10 +16,12 @@ namespace dsparkctl {
 // LARGE32 is LARGE with 32 heads per CTA at any H (twice the CTAs of a 64-head LARGE grid).
 // LARGE_WS is LARGE with 64 heads per CTA run by the warp-specialized kernel where the device
 // has it (sm_90a builds on Hopper; elsewhere plain LARGE): tests and sweeps force it with this.
+// LARGE_WS_DIMS is LARGE_WS with v66's two CTAs per row block (one per half of O's dims) at any
+// grid and split count but 2 (session 38: for plan sweeps and tests).
 // AUTO picks from the shape and the device (kernels/NOTES.md).
 enum SparseMlaConfig : int {
   kConfigAuto = 0, kConfigLarge = 1, kConfigSmall = 2, kConfigSmall16 = 3, kConfigLarge16 = 4, kConfigLarge32 = 5,
-  kConfigLargeWs = 6
+  kConfigLargeWs = 6, kConfigLargeWsDims = 7
 };
 
 struct SparseMlaPlan {
@@ -226,9 +228,10 @@ inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int 
   const bool auto_layout = config == kConfigAuto;
   bool heads16 = config == kConfigSmall16 || config == kConfigLarge16;
   bool heads32 = config == kConfigLarge32;
-  const bool force_ws = config == kConfigLargeWs;
+  const bool force_ws = config == kConfigLargeWs || config == kConfigLargeWsDims;
+  const bool force_dims = config == kConfigLargeWsDims;
   if (config == kConfigSmall16) config = kConfigSmall;
-  if (config == kConfigLarge16 || config == kConfigLarge32 || config == kConfigLargeWs) config = kConfigLarge;
+  if (config == kConfigLarge16 || config == kConfigLarge32 || force_ws) config = kConfigLarge;
   // Tiles per token at the full topk (+ extra topk): 32-candidate (SMALL) and 64-candidate (LARGE).
   const int tiles_s = (topk + 31) / 32 + (extra_topk + 31) / 32;
   const int tiles_l = (topk + 63) / 64 + (extra_topk + 63) / 64;
@@ -330,7 +333,10 @@ inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int 
   plan->one_cta_per_sm = sparse_mla_one_cta_per_sm(d, *plan, int64_t(T) * head_blocks * plan->num_splits);
   plan->cluster = sparse_mla_cluster_gather(d, *plan, T, head_blocks, tiles_l);
   plan->warp_specialized = force_ws ? d.warp_specialized : sparse_mla_warp_specialized(d, *plan);
-  plan->dims_split = sparse_mla_ws_dims_split(d, *plan, T, head_blocks);
+  // config 7 (plan sweeps, session 38): v66's halves at any grid and split count where the WS kernel
+  // runs, but 2 splits (their CTA pair combines whole rows in the kernel, v45)
+  plan->dims_split = force_dims ? (plan->warp_specialized && kPlanWsDimsSplit && plan->num_splits != 2 ? 2 : 1)
+                                : sparse_mla_ws_dims_split(d, *plan, T, head_blocks);
   return true;
 }
 

@@ -35,10 +35,13 @@ def _library() -> None:
     ops.load()
 
 
-_LARGE_CONFIGS = (ops.CONFIG_LARGE_SMEM, ops.CONFIG_LARGE_SMEM_16, ops.CONFIG_LARGE_SMEM_32, ops.CONFIG_LARGE_SMEM_WS)
+_LARGE_CONFIGS = (
+    ops.CONFIG_LARGE_SMEM, ops.CONFIG_LARGE_SMEM_16, ops.CONFIG_LARGE_SMEM_32, ops.CONFIG_LARGE_SMEM_WS,
+    ops.CONFIG_LARGE_SMEM_WS_DIMS,
+)  # fmt: skip
 _FORCED_CONFIGS = (
     ops.CONFIG_LARGE_SMEM, ops.CONFIG_SMALL_SMEM, ops.CONFIG_SMALL_SMEM_16, ops.CONFIG_LARGE_SMEM_16, ops.CONFIG_LARGE_SMEM_32,
-    ops.CONFIG_LARGE_SMEM_WS,
+    ops.CONFIG_LARGE_SMEM_WS, ops.CONFIG_LARGE_SMEM_WS_DIMS,
 )
 _fits: dict[int, bool] = {}
 
@@ -188,14 +191,16 @@ def test_axis_cases_cover_every_value() -> None:
     "config",
     [
         ops.CONFIG_AUTO, ops.CONFIG_SMALL_SMEM, ops.CONFIG_SMALL_SMEM_16, ops.CONFIG_LARGE_SMEM, ops.CONFIG_LARGE_SMEM_16,
-        ops.CONFIG_LARGE_SMEM_32, ops.CONFIG_LARGE_SMEM_WS,
+        ops.CONFIG_LARGE_SMEM_32, ops.CONFIG_LARGE_SMEM_WS, ops.CONFIG_LARGE_SMEM_WS_DIMS,
     ],
-    ids=["auto", "small", "small16", "large", "large16", "large32", "large_ws"],
+    ids=["auto", "small", "small16", "large", "large16", "large32", "large_ws", "large_ws_dims"],
 )
 def test_matches_reference(case: Case, config: int) -> None:
     """Every case at every layout: the automatic plan alone would leave some tile shapes
     (on Hopper, the wgmma 64 x 64 tiles and the warp-specialized kernel) reached by only a few
-    cases. large_ws runs 64 heads per CTA at every head count (padded below 64)."""
+    cases. large_ws runs 64 heads per CTA at every head count (padded below 64); large_ws_dims
+    the same as v66's two CTAs per row block at the automatic split count (fp32 partials of half
+    rows, combined by the combine kernels; at 2 splits one CTA per row block)."""
     if config in (ops.CONFIG_SMALL_SMEM_16, ops.CONFIG_LARGE_SMEM_16) and case.h <= 16:
         pytest.skip("a 16-head layout equals its 64-head one at <= 16 heads")
     if config == ops.CONFIG_LARGE_SMEM_32 and case.h <= 32:
@@ -244,7 +249,7 @@ def test_plan_routes_the_warp_specialized_kernel() -> None:
         forced = ops.plan_info(3, 8, 64, 0, config=ops.CONFIG_LARGE_SMEM_WS)
         assert (forced["heads_per_cta"], forced["warp_specialized"]) == (64, hopper), forced
     with pytest.raises(ValueError, match="config must be"):
-        ops.plan_info(1, 8, 64, config=7)
+        ops.plan_info(1, 8, 64, config=8)
     args = _inputs(Case(t=64, h=128, topk=128, pbs=64, extra=(1024, 64), sink=True, seed=77))
     out, lse = ops.sparse_mla_decode(**args)
     _check(args, out, lse)

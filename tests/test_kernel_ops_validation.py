@@ -82,6 +82,6 @@ def test_float8_view_and_padded_stride_are_accepted_up_to_the_device_check() -> 
 def test_cfg_rejects_bad_config_and_splits() -> None:
     q, cache, idx = _args()
     with pytest.raises(ValueError, match="config must be"):
-        ops.sparse_mla_decode_cfg(q, cache, idx, config=7)
+        ops.sparse_mla_decode_cfg(q, cache, idx, config=8)
     with pytest.raises(ValueError, match="num_splits"):
         ops.sparse_mla_decode_cfg(q, cache, idx, num_splits=65)

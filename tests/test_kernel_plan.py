@@ -371,3 +371,23 @@ def test_ws_dims_split_takes_only_unsplit_ws_grids_of_at_most_half_the_sms(harne
         # 34 x 2 head blocks would not fit twice, 64 heads x 128 T = 64 neither, split calls never
         assert {c[:4] for c in split if c[4] == AUTO} == {(50, 64, 192, 0), (66, 64, 192, 0), (33, 128, 192, 0)}
         assert {c for c in split if c[4] != AUTO} == {(1, 8, 64, 0, LARGE_WS, 0), (5, 64, 192, 512, LARGE_WS, 1)}
+
+
+LARGE_WS_DIMS = 7
+
+
+def test_forced_ws_dims_config_halves_every_ws_call_but_two_splits(harness: Path, harness_no_dims_split: Path) -> None:
+    """Config 7 (session 38, for sweeps and tests): the forced warp-specialized plan (config 6's
+    layout and split count) with v66's two CTAs per row block at any grid and split count, except 2
+    splits (that CTA pair combines whole rows in the kernel, v45) and where the WS kernel does not
+    run or v66's kernel is not built (then config 6's plan, one CTA per row block)."""
+    shapes = [(1, 8, 64, 0), (5, 64, 192, 512), (64, 128, 128, 1024), (50, 64, 192, 0), (10, 64, 192, 512)]
+    for splits in (0, 1, 2, 3, 6, 20):
+        ws = [(*s, LARGE_WS, splits) for s in shapes]
+        dh = [(*s, LARGE_WS_DIMS, splits) for s in shapes]
+        for dev in (H200, H200_NO_WS, H200_NO_WGMMA, SM120):
+            base, got = launches(harness, dev, ws), launches(harness, dev, dh)
+            assert [r[:7] for r in got] == [r[:7] for r in base], (dev, splits)
+            want = [2 if dev is H200 and r[3] != 2 else 1 for r in base]
+            assert [r[7] for r in got] == want, (dev, splits, got)
+        assert all(r[7] == 1 for r in launches(harness_no_dims_split, H200, dh))

@@ -44,11 +44,13 @@ ENV_SO = "DSPARKCTL_KERNEL_SO"
 # latency-bound calls such as T = 1); LARGE_SMEM_16 / LARGE_SMEM_32 the large-smem layout
 # (64-candidate tiles) with 16 / 32 heads per CTA at any head count; LARGE_SMEM_WS the
 # large-smem layout with 64 heads per CTA run by the warp-specialized kernel where the GPU has
-# it (Hopper, sm_90a build; elsewhere the plain large-smem kernel).
+# it (Hopper, sm_90a build; elsewhere the plain large-smem kernel); LARGE_SMEM_WS_DIMS that with two
+# CTAs per row block, one per half of the output dims (v66's halves), at any split count but 2.
 CONFIG_AUTO, CONFIG_LARGE_SMEM, CONFIG_SMALL_SMEM, CONFIG_SMALL_SMEM_16, CONFIG_LARGE_SMEM_16, CONFIG_LARGE_SMEM_32 = (
     0, 1, 2, 3, 4, 5
 )
 CONFIG_LARGE_SMEM_WS = 6
+CONFIG_LARGE_SMEM_WS_DIMS = 7
 CONFIGS = (
     CONFIG_AUTO,
     CONFIG_LARGE_SMEM,
@@ -57,10 +59,12 @@ CONFIGS = (
     CONFIG_LARGE_SMEM_16,
     CONFIG_LARGE_SMEM_32,
     CONFIG_LARGE_SMEM_WS,
+    CONFIG_LARGE_SMEM_WS_DIMS,
 )
 _CONFIG_HELP = (
     "config must be 0 (auto), 1 (large smem), 2 (small smem), 3 (small smem, 16 heads per CTA), "
-    "4 (large smem, 16 heads per CTA), 5 (large smem, 32 heads per CTA) or 6 (large smem, warp-specialized)"
+    "4 (large smem, 16 heads per CTA), 5 (large smem, 32 heads per CTA), 6 (large smem, warp-specialized) or "
+    "7 (warp-specialized, two CTAs per row block)"
 )
 MAX_HEADS = 128
 MAX_SPLITS = 64
