@@ -2542,14 +2542,16 @@ __device__ __forceinline__ void ws_write_rows(const SparseMlaParams& p, const fl
           make_uint4(pack_bf16(x.x, x.y), pack_bf16(x.z, x.w), pack_bf16(y.x, y.y), pack_bf16(y.z, y.w));
     }
   } else {
-    constexpr int C4 = 2 * C8;  // 4-dim chunks a row
+    // (the fp32 partials: whole rows, or with DSPARKCTL_WS_DIMS_PARTIALS the halves kernel's half rows)
+    constexpr int C4 = kPlanWsDimsPartials ? 2 * C8 : kD / 4;  // 4-dim chunks a row
+    const int p0 = kPlanWsDimsPartials ? col0 : 0;
     const int c4 = tid % C4;
 #pragma unroll
     for (int r = tid / C4; r < M; r += N / C4) {
       const int h = h0 + r;
       if (h >= p.H) break;
-      *reinterpret_cast<float4*>(p.ws_out + ((int64_t(t) * p.H + h) * num_splits + split) * kD + col0 + c4 * 4) =
-          *reinterpret_cast<const float4*>(sOut + r * kORow + col0 + c4 * 4);
+      *reinterpret_cast<float4*>(p.ws_out + ((int64_t(t) * p.H + h) * num_splits + split) * kD + p0 + c4 * 4) =
+          *reinterpret_cast<const float4*>(sOut + r * kORow + p0 + c4 * 4);
     }
   }
 }
@@ -3832,9 +3834,10 @@ cudaError_t launch_main(const SparseMlaParams& p, const SparseMlaPlan& plan, int
   constexpr bool kClusterLayout = kClusterGather && MT == 1 && BN == 64 && VEC == 16;
   const int cluster = kClusterLayout && plan.cluster == head_blocks ? plan.cluster : 1;
   // v66: the WS kernel's two halves of O's dims as grid.z (16-byte path only)
-  // (never with the 2-split cluster combine, which combines whole rows in the kernel)
-  const int dims_split =
-      plan.warp_specialized && kPlanWsDimsSplit && VEC == 16 && plan.dims_split == 2 && !ws_cluster_combines(plan.num_splits) ? 2 : 1;
+  // (unsplit, or with DSPARKCTL_WS_DIMS_PARTIALS split but never the 2-split cluster combine, which
+  // combines whole rows in the kernel)
+  const bool dims_ok = plan.num_splits == 1 || (kPlanWsDimsPartials && !ws_cluster_combines(plan.num_splits));
+  const int dims_split = plan.warp_specialized && kPlanWsDimsSplit && VEC == 16 && plan.dims_split == 2 && dims_ok ? 2 : 1;
   void (*kernel)(const SparseMlaParams, int, int) = nullptr;
   cudaError_t e = cudaSuccess;
   int threads = kThreads, smem = C::SMEM > smem_min ? C::SMEM : smem_min;

@@ -17,7 +17,8 @@ namespace dsparkctl {
 // LARGE_WS is LARGE with 64 heads per CTA run by the warp-specialized kernel where the device
 // has it (sm_90a builds on Hopper; elsewhere plain LARGE): tests and sweeps force it with this.
 // LARGE_WS_DIMS is LARGE_WS with v66's two CTAs per row block (one per half of O's dims) at any
-// grid and split count but 2 (session 38: for plan sweeps and tests).
+// grid, unsplit (DSPARKCTL_WS_DIMS_PARTIALS: at any split count but 2; session 38, for plan sweeps
+// and tests).
 // AUTO picks from the shape and the device (kernels/NOTES.md).
 enum SparseMlaConfig : int {
   kConfigAuto = 0, kConfigLarge = 1, kConfigSmall = 2, kConfigSmall16 = 3, kConfigLarge16 = 4, kConfigLarge32 = 5,
@@ -217,6 +218,16 @@ inline int sparse_mla_ws_padded_min_chain(const SparseMlaPlan& plan, int H) {
 constexpr bool kPlanWsDimsSplit = DSPARKCTL_WS_DIMS_SPLIT == 1;
 static_assert(DSPARKCTL_WS_DIMS_SPLIT == 0 || DSPARKCTL_WS_DIMS_SPLIT == 1, "on or off");
 
+// Session 38 candidate (DSPARKCTL_WS_DIMS_PARTIALS, off by default; prepared, not yet run on a GPU):
+// v66's halves for split calls too (each half writes the fp32 partials of its 256 columns; half 0
+// the split's lse; the combine kernels are unchanged), which config 7 then forces at any split
+// count but 2. Off, config 7 halves only unsplit calls, and the halves kernel is v66's tested code.
+#ifndef DSPARKCTL_WS_DIMS_PARTIALS
+#define DSPARKCTL_WS_DIMS_PARTIALS 0
+#endif
+constexpr bool kPlanWsDimsPartials = DSPARKCTL_WS_DIMS_PARTIALS == 1;
+static_assert(DSPARKCTL_WS_DIMS_PARTIALS == 0 || DSPARKCTL_WS_DIMS_PARTIALS == 1, "on or off");
+
 inline int sparse_mla_ws_dims_split(const SparseMlaPlanDevice& d, const SparseMlaPlan& plan, int T, int head_blocks) {
   if (!kPlanWsDimsSplit || !plan.warp_specialized || plan.num_splits != 1) return 1;
   return 2 * int64_t(T) * head_blocks <= d.sms ? 2 : 1;
@@ -333,9 +344,11 @@ inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int 
   plan->one_cta_per_sm = sparse_mla_one_cta_per_sm(d, *plan, int64_t(T) * head_blocks * plan->num_splits);
   plan->cluster = sparse_mla_cluster_gather(d, *plan, T, head_blocks, tiles_l);
   plan->warp_specialized = force_ws ? d.warp_specialized : sparse_mla_warp_specialized(d, *plan);
-  // config 7 (plan sweeps, session 38): v66's halves at any grid and split count where the WS kernel
-  // runs, but 2 splits (their CTA pair combines whole rows in the kernel, v45)
-  plan->dims_split = force_dims ? (plan->warp_specialized && kPlanWsDimsSplit && plan->num_splits != 2 ? 2 : 1)
+  // config 7 (plan sweeps, session 38): v66's halves at any grid where the WS kernel runs, unsplit
+  // (with DSPARKCTL_WS_DIMS_PARTIALS at any split count but 2: that CTA pair combines whole rows in
+  // the kernel, v45)
+  const bool dims_ok = plan->num_splits == 1 || (kPlanWsDimsPartials && plan->num_splits != 2);
+  plan->dims_split = force_dims ? (plan->warp_specialized && kPlanWsDimsSplit && dims_ok ? 2 : 1)
                                 : sparse_mla_ws_dims_split(d, *plan, T, head_blocks);
   return true;
 }

@@ -162,7 +162,8 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     sm_90a and sm_120a) and v62's (-DDSPARKCTL_DEQ_SPLIT16=0, -DDSPARKCTL_DEQ_UNSIGNED=0, sm_90a) and
     v63's (-DDSPARKCTL_CP_IGNORE_SRC=0, -DDSPARKCTL_PREFETCH_ONE_TEST=0, sm_90a) and v64's
     (-DDSPARKCTL_DEQ_SW_HALVES=0, -DDSPARKCTL_WS_LO_SPLIT16=0, sm_90a) and v65's
-    (-DDSPARKCTL_WS_TAIL16=0, sm_90a) and v66's (-DDSPARKCTL_WS_DIMS_SPLIT=0, sm_90a), as
+    (-DDSPARKCTL_WS_TAIL16=0, sm_90a) and v66's (-DDSPARKCTL_WS_DIMS_SPLIT=0, sm_90a) and session 38's
+    candidate (-DDSPARKCTL_WS_DIMS_PARTIALS=1, sm_90a), as
     {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
     if build.find_nvcc() is None:
         pytest.skip("nvcc not installed: cannot compile-check CUDA")
@@ -202,6 +203,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_90a_no_ws_lo_split16": ["-arch=sm_90a", "-DDSPARKCTL_WS_LO_SPLIT16=0"],
         "sm_90a_no_ws_tail16": ["-arch=sm_90a", "-DDSPARKCTL_WS_TAIL16=0"],
         "sm_90a_no_ws_dims_split": ["-arch=sm_90a", "-DDSPARKCTL_WS_DIMS_SPLIT=0"],
+        "sm_90a_ws_dims_partials": ["-arch=sm_90a", "-DDSPARKCTL_WS_DIMS_PARTIALS=1"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -721,3 +723,15 @@ def test_ws_dims_split_adds_one_kernel_and_moves_nothing(kernel_ptx: dict[str, d
     assert "%ctaid.z" in dh and "%ctaid.z" not in ws
     # a 16-byte-path kernel only (the 8-byte path lands rows elsewhere and keeps one CTA per row block)
     assert "sparse_mla_decode_ws_kernel_dimsILi8E" not in cand
+
+
+def test_ws_dims_partials_candidate_moves_only_the_halves_kernels_partial_stores(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """Session 38's prepared candidate (-DDSPARKCTL_WS_DIMS_PARTIALS=1, off): the halves kernel
+    writes the fp32 partials of its half rows for split calls. Only that kernel moves; its MMAs,
+    conversions and barriers are the same, and only its global stores differ."""
+    base, cand = kernel_ptx["sm_90a"], kernel_ptx["sm_90a_ws_dims_partials"]
+    moved = {n for n in base if base[n] != cand[n]}
+    assert moved == {"sparse_mla_decode_ws_kernel_dimsILi16E"}, sorted(moved)
+    n = moved.pop()
+    for op in ("wgmma.mma_async", "cvt.rn.f16x2.e4m3x2", "bar.sync", "bar.arrive", "mbarrier.try_wait", "ld.global"):
+        assert cand[n].count(op) == base[n].count(op), (n, op)

@@ -199,8 +199,8 @@ def test_matches_reference(case: Case, config: int) -> None:
     """Every case at every layout: the automatic plan alone would leave some tile shapes
     (on Hopper, the wgmma 64 x 64 tiles and the warp-specialized kernel) reached by only a few
     cases. large_ws runs 64 heads per CTA at every head count (padded below 64); large_ws_dims
-    the same as v66's two CTAs per row block at the automatic split count (fp32 partials of half
-    rows, combined by the combine kernels; at 2 splits one CTA per row block)."""
+    the same with v66's two CTAs per row block where the call is unsplit (built with session 38's
+    -DDSPARKCTL_WS_DIMS_PARTIALS=1 also split, but at 2 splits: fp32 partials of half rows)."""
     if config in (ops.CONFIG_SMALL_SMEM_16, ops.CONFIG_LARGE_SMEM_16) and case.h <= 16:
         pytest.skip("a 16-head layout equals its 64-head one at <= 16 heads")
     if config == ops.CONFIG_LARGE_SMEM_32 and case.h <= 32:

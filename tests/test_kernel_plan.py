@@ -376,18 +376,31 @@ def test_ws_dims_split_takes_only_unsplit_ws_grids_of_at_most_half_the_sms(harne
 LARGE_WS_DIMS = 7
 
 
-def test_forced_ws_dims_config_halves_every_ws_call_but_two_splits(harness: Path, harness_no_dims_split: Path) -> None:
-    """Config 7 (session 38, for sweeps and tests): the forced warp-specialized plan (config 6's
-    layout and split count) with v66's two CTAs per row block at any grid and split count, except 2
-    splits (that CTA pair combines whole rows in the kernel, v45) and where the WS kernel does not
-    run or v66's kernel is not built (then config 6's plan, one CTA per row block)."""
+@pytest.fixture(scope="module")
+def harness_dims_partials(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Session 38's prepared candidate on (-DDSPARKCTL_WS_DIMS_PARTIALS=1: the halves for split calls)."""
+    return _build_harness(tmp_path_factory, "-DDSPARKCTL_WS_DIMS_PARTIALS=1")
+
+
+def test_forced_ws_dims_config_halves_ws_calls(
+    harness: Path, harness_no_dims_split: Path, harness_dims_partials: Path
+) -> None:
+    """Config 7 (session 38, for sweeps and tests): config 6's forced warp-specialized plan (its
+    layout and split count) with v66's two CTAs per row block at any grid: unsplit calls only, and
+    with -DDSPARKCTL_WS_DIMS_PARTIALS every split count but 2 (that CTA pair combines whole rows in
+    the kernel, v45). One CTA per row block where the WS kernel does not run or v66's rule is off."""
     shapes = [(1, 8, 64, 0), (5, 64, 192, 512), (64, 128, 128, 1024), (50, 64, 192, 0), (10, 64, 192, 512)]
     for splits in (0, 1, 2, 3, 6, 20):
         ws = [(*s, LARGE_WS, splits) for s in shapes]
         dh = [(*s, LARGE_WS_DIMS, splits) for s in shapes]
         for dev in (H200, H200_NO_WS, H200_NO_WGMMA, SM120):
-            base, got = launches(harness, dev, ws), launches(harness, dev, dh)
-            assert [r[:7] for r in got] == [r[:7] for r in base], (dev, splits)
-            want = [2 if dev is H200 and r[3] != 2 else 1 for r in base]
-            assert [r[7] for r in got] == want, (dev, splits, got)
+            base = launches(harness, dev, ws)
+            for exe, partials in ((harness, False), (harness_dims_partials, True)):
+                got = launches(exe, dev, dh)
+                assert [r[:7] for r in got] == [r[:7] for r in base], (dev, splits)
+                want = [2 if dev is H200 and (r[3] == 1 or (partials and r[3] != 2)) else 1 for r in base]
+                assert [r[7] for r in got] == want, (dev, splits, partials, got)
         assert all(r[7] == 1 for r in launches(harness_no_dims_split, H200, dh))
+    # the automatic plan does not depend on the candidate
+    auto = [(t, h, k, e, AUTO, 0) for t, h, k, e in [*H200_AUTO, *SMALL_HEAD_ROWS]]
+    assert launches(harness_dims_partials, H200, auto) == launches(harness, H200, auto)
