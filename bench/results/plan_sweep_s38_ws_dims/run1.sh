@@ -5,7 +5,7 @@
 # (config 7 runs in test_matches_reference and the forced-split, verify-path and Q-shift tests), then
 # the DSpark shapes' sweep of that layout alone (bench/plan_sweep.py --kind dspark --layout
 # large_ws_dh) beside the automatic plan: does +512 T = 10 / 25 (17.6 / 23.6 us) gain from halves
-# with fewer splits? Writes $OUT/{build.log,gpu_tests.log,sweep.json,sweep.md}. ~3-4 minutes.
+# with fewer splits? Writes $OUT/{build.log,gpu_tests.log,sweep*.json,sweep*.md}. ~5-6 minutes.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 export PYTHONPATH=$PWD
@@ -16,9 +16,14 @@ timeout 120 python3 -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider -x
 echo "tests rc=$? $(tail -1 "$OUT/gpu_tests.log") ($(( $(date +%s) - t0 )) s)"
 timeout 120 python3 bench/plan_sweep.py --kind dspark --layout large_ws_dh --replays 2 --json "$OUT/sweep.json" --md "$OUT/sweep.md" > "$OUT/sweep.log" 2>&1
 echo "sweep rc=$?"; cat "$OUT/sweep.md" 2>/dev/null | tail -10
-python3 - "$OUT/sweep.json" <<'PY' 2>/dev/null
+# and the decode rows it could move: T = 1 at 128 heads +1024 (LARGE32 18 splits, 13.0-13.7 us) and
+# the 64- / 128-head T = 8 rows (WS 8-16 splits)
+timeout 120 python3 bench/plan_sweep.py --kind decode --heads 64 128 --T 1 8 --layout large_ws_dh --replays 2 \
+  --json "$OUT/sweep_decode.json" --md "$OUT/sweep_decode.md" > "$OUT/sweep_decode.log" 2>&1
+echo "decode sweep rc=$?"; cat "$OUT/sweep_decode.md" 2>/dev/null | tail -10
+python3 - "$OUT/sweep.json" "$OUT/sweep_decode.json" <<'PY' 2>/dev/null
 import json, sys
-for r in json.load(open(sys.argv[1]))["rows"]:
-    print(r["extra"], r["T"], "auto", r["auto_us"], " ".join(f"s{f['splits']}:{f['us']}" for f in r["forced"]))
+for r in [r for f in sys.argv[1:] for r in json.load(open(f))["rows"]]:
+    print(r["kind"], r["H"], r["extra"], r["T"], "auto", r["auto_us"], " ".join(f"s{f['splits']}:{f['us']}" for f in r["forced"]))
 PY
 echo "total $(( $(date +%s) - t0 )) s"
