@@ -2807,6 +2807,9 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   const int h0 = (blockIdx.x - t * head_blocks) * M;
   const int split = blockIdx.y;
   const int half = DH ? int(blockIdx.z) : 0;  // DH: this CTA's half of O's dims
+  // (kNoClusterCombine, DSPARKCTL_WS_DIMS_PARTIALS: the halves kernel never runs the 2-split
+  // in-kernel combine, v45; its split calls leave their partials to the combine kernels)
+  constexpr bool kNoClusterCombine = DH && kPlanWsDimsPartials;
   if (tid == 0) {
     mbar_init(&full[0], kWsProducerThreads);
     mbar_init(&full[1], kWsProducerThreads);
@@ -3131,7 +3134,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
     // id of their own; whole-CTA barriers leave nothing to model)
     cta_sync_divergent();
     cta_sync_divergent();
-    if (ws_cluster_combines(num_splits)) {  // the consumers' two cluster rendezvous (ws_cluster_combine)
+    if (!kNoClusterCombine && ws_cluster_combines(num_splits)) {  // the consumers' two cluster rendezvous (ws_cluster_combine)
       ws_cluster_sync();
       ws_cluster_sync();
     }
@@ -3491,7 +3494,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
 #endif
   };
   tl_mark(24);
-  if (ws_cluster_combines(num_splits)) {
+  if (!kNoClusterCombine && ws_cluster_combines(num_splits)) {
     ws_cluster_combine<M, kCT>(p, sOut, reinterpret_cast<const float*>(smem + W::OFF_LSE2), t, h0, split, tid, tl_mark);
   } else if (DH) {
     ws_write_rows<M, kCT, 32>(p, sOut, t, h0, split, num_splits, tid, half * 256);
@@ -3823,6 +3826,14 @@ cudaError_t prepared_ws_kernel(void (**out)(const SparseMlaParams, int, int)) {
   return cudaSuccess;
 }
 
+// v66: whether a WS launch runs two CTAs per row block (grid.z, one per half of O's dims): the plan
+// says so, on the 16-byte path, unsplit or (DSPARKCTL_WS_DIMS_PARTIALS) split, whose half-row
+// partials the combine kernels merge (no 2-split cluster combine then).
+bool ws_dims_launched(const SparseMlaPlan& plan, bool vec16) {
+  if (!plan.warp_specialized || !kPlanWsDimsSplit || !vec16 || plan.dims_split != 2) return false;
+  return plan.num_splits == 1 || kPlanWsDimsPartials;
+}
+
 // smem_min: dynamic shared memory to ask for at least (sparse_mla_one_cta_per_sm's padding).
 template <int MT, int BN, int VEC>
 cudaError_t launch_main(const SparseMlaParams& p, const SparseMlaPlan& plan, int head_blocks, int smem_min,
@@ -3834,10 +3845,7 @@ cudaError_t launch_main(const SparseMlaParams& p, const SparseMlaPlan& plan, int
   constexpr bool kClusterLayout = kClusterGather && MT == 1 && BN == 64 && VEC == 16;
   const int cluster = kClusterLayout && plan.cluster == head_blocks ? plan.cluster : 1;
   // v66: the WS kernel's two halves of O's dims as grid.z (16-byte path only)
-  // (unsplit, or with DSPARKCTL_WS_DIMS_PARTIALS split but never the 2-split cluster combine, which
-  // combines whole rows in the kernel)
-  const bool dims_ok = plan.num_splits == 1 || (kPlanWsDimsPartials && !ws_cluster_combines(plan.num_splits));
-  const int dims_split = plan.warp_specialized && kPlanWsDimsSplit && VEC == 16 && plan.dims_split == 2 && dims_ok ? 2 : 1;
+  const int dims_split = ws_dims_launched(plan, VEC == 16) ? 2 : 1;
   void (*kernel)(const SparseMlaParams, int, int) = nullptr;
   cudaError_t e = cudaSuccess;
   int threads = kThreads, smem = C::SMEM > smem_min ? C::SMEM : smem_min;
@@ -3884,7 +3892,7 @@ cudaError_t launch_main(const SparseMlaParams& p, const SparseMlaPlan& plan, int
     attr[1].val.clusterDim.z = 1;
     cfg.numAttrs = 2;
   }
-  if (plan.warp_specialized && ws_cluster_combines(plan.num_splits)) {  // the splits as a cluster
+  if (plan.warp_specialized && ws_cluster_combines(plan.num_splits) && dims_split == 1) {  // the splits as a cluster
     attr[1].id = cudaLaunchAttributeClusterDimension;
     attr[1].val.clusterDim.x = 1;
     attr[1].val.clusterDim.y = unsigned(plan.num_splits);
@@ -4045,7 +4053,8 @@ cudaError_t sparse_mla_decode_launch(const SparseMlaParams& p, const SparseMlaPl
   e = vec16 ? dispatch<16>(p, plan, head_blocks, smem_min, stream)
             : dispatch<8>(p, plan, head_blocks, smem_min, stream);
   if (e != cudaSuccess || plan.num_splits == 1) return e;
-  if (plan.warp_specialized && ws_cluster_combines(plan.num_splits)) return e;  // combined in the main kernel
+  if (plan.warp_specialized && ws_cluster_combines(plan.num_splits) && !ws_dims_launched(plan, vec16))
+    return e;  // combined in the main kernel
   // Programmatic dependent launch (sm_90+, captured into CUDA graphs as a programmatic
   // edge): the combine's launch latency overlaps the main kernel's tail.
   const CombineShape cs = combine_shape(device, plan.num_splits, int64_t(p.T) * p.H);

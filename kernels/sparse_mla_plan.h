@@ -17,8 +17,8 @@ namespace dsparkctl {
 // LARGE_WS is LARGE with 64 heads per CTA run by the warp-specialized kernel where the device
 // has it (sm_90a builds on Hopper; elsewhere plain LARGE): tests and sweeps force it with this.
 // LARGE_WS_DIMS is LARGE_WS with v66's two CTAs per row block (one per half of O's dims) at any
-// grid, unsplit (DSPARKCTL_WS_DIMS_PARTIALS: at any split count but 2; session 38, for plan sweeps
-// and tests).
+// grid, unsplit (DSPARKCTL_WS_DIMS_PARTIALS: at any split count; session 38, for plan sweeps and
+// tests).
 // AUTO picks from the shape and the device (kernels/NOTES.md).
 enum SparseMlaConfig : int {
   kConfigAuto = 0, kConfigLarge = 1, kConfigSmall = 2, kConfigSmall16 = 3, kConfigLarge16 = 4, kConfigLarge32 = 5,
@@ -220,8 +220,9 @@ static_assert(DSPARKCTL_WS_DIMS_SPLIT == 0 || DSPARKCTL_WS_DIMS_SPLIT == 1, "on 
 
 // Session 38 candidate (DSPARKCTL_WS_DIMS_PARTIALS, off by default; prepared, not yet run on a GPU):
 // v66's halves for split calls too (each half writes the fp32 partials of its 256 columns; half 0
-// the split's lse; the combine kernels are unchanged), which config 7 then forces at any split
-// count but 2. Off, config 7 halves only unsplit calls, and the halves kernel is v66's tested code.
+// the split's lse; the combine kernels merge them, at 2 splits too: no in-kernel cluster combine
+// in the halves kernel), which config 7 then forces at any split count. Off, config 7 halves only
+// unsplit calls, and the halves kernel is v66's tested code.
 #ifndef DSPARKCTL_WS_DIMS_PARTIALS
 #define DSPARKCTL_WS_DIMS_PARTIALS 0
 #endif
@@ -345,9 +346,9 @@ inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int 
   plan->cluster = sparse_mla_cluster_gather(d, *plan, T, head_blocks, tiles_l);
   plan->warp_specialized = force_ws ? d.warp_specialized : sparse_mla_warp_specialized(d, *plan);
   // config 7 (plan sweeps, session 38): v66's halves at any grid where the WS kernel runs, unsplit
-  // (with DSPARKCTL_WS_DIMS_PARTIALS at any split count but 2: that CTA pair combines whole rows in
-  // the kernel, v45)
-  const bool dims_ok = plan->num_splits == 1 || (kPlanWsDimsPartials && plan->num_splits != 2);
+  // (with DSPARKCTL_WS_DIMS_PARTIALS at any split count; their partials go to the combine kernels,
+  // 2 splits included, which then do not combine in the main kernel)
+  const bool dims_ok = plan->num_splits == 1 || kPlanWsDimsPartials;
   plan->dims_split = force_dims ? (plan->warp_specialized && kPlanWsDimsSplit && dims_ok ? 2 : 1)
                                 : sparse_mla_ws_dims_split(d, *plan, T, head_blocks);
   return true;

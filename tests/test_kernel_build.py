@@ -727,11 +727,14 @@ def test_ws_dims_split_adds_one_kernel_and_moves_nothing(kernel_ptx: dict[str, d
 
 def test_ws_dims_partials_candidate_moves_only_the_halves_kernels_partial_stores(kernel_ptx: dict[str, dict[str, str]]) -> None:
     """Session 38's prepared candidate (-DDSPARKCTL_WS_DIMS_PARTIALS=1, off): the halves kernel
-    writes the fp32 partials of its half rows for split calls. Only that kernel moves; its MMAs,
-    conversions and barriers are the same, and only its global stores differ."""
+    writes the fp32 partials of its half rows for split calls and leaves every split count, 2
+    included, to the combine kernels. Only that kernel moves: its MMAs, conversions and named
+    barriers are the same, and v45's cluster combine (rendezvous, peer and sink loads) is gone."""
     base, cand = kernel_ptx["sm_90a"], kernel_ptx["sm_90a_ws_dims_partials"]
     moved = {n for n in base if base[n] != cand[n]}
     assert moved == {"sparse_mla_decode_ws_kernel_dimsILi16E"}, sorted(moved)
     n = moved.pop()
-    for op in ("wgmma.mma_async", "cvt.rn.f16x2.e4m3x2", "bar.sync", "bar.arrive", "mbarrier.try_wait", "ld.global"):
+    for op in ("wgmma.mma_async", "cvt.rn.f16x2.e4m3x2", "bar.sync", "bar.arrive", "mbarrier.try_wait"):
         assert cand[n].count(op) == base[n].count(op), (n, op)
+    assert 0 < cand[n].count("ld.global") < base[n].count("ld.global"), n  # (the combine's sink loads went with it)
+    assert "barrier.cluster" in base[n] and "barrier.cluster" not in cand[n] and "mapa" not in cand[n], n

@@ -387,8 +387,9 @@ def test_forced_ws_dims_config_halves_ws_calls(
 ) -> None:
     """Config 7 (session 38, for sweeps and tests): config 6's forced warp-specialized plan (its
     layout and split count) with v66's two CTAs per row block at any grid: unsplit calls only, and
-    with -DDSPARKCTL_WS_DIMS_PARTIALS every split count but 2 (that CTA pair combines whole rows in
-    the kernel, v45). One CTA per row block where the WS kernel does not run or v66's rule is off."""
+    with -DDSPARKCTL_WS_DIMS_PARTIALS every split count (2 included: the halves' partials go to the
+    combine kernels, not v45's in-kernel combine). One CTA per row block where the WS kernel does
+    not run or v66's rule is off."""
     shapes = [(1, 8, 64, 0), (5, 64, 192, 512), (64, 128, 128, 1024), (50, 64, 192, 0), (10, 64, 192, 512)]
     for splits in (0, 1, 2, 3, 6, 20):
         ws = [(*s, LARGE_WS, splits) for s in shapes]
@@ -398,7 +399,7 @@ def test_forced_ws_dims_config_halves_ws_calls(
             for exe, partials in ((harness, False), (harness_dims_partials, True)):
                 got = launches(exe, dev, dh)
                 assert [r[:7] for r in got] == [r[:7] for r in base], (dev, splits)
-                want = [2 if dev is H200 and (r[3] == 1 or (partials and r[3] != 2)) else 1 for r in base]
+                want = [2 if dev is H200 and (r[3] == 1 or partials) else 1 for r in base]
                 assert [r[7] for r in got] == want, (dev, splits, partials, got)
         assert all(r[7] == 1 for r in launches(harness_no_dims_split, H200, dh))
     # the automatic plan does not depend on the candidate
