@@ -36,7 +36,8 @@ LAYOUTS = {
     6: ("large_ws", 64, 64),
     7: ("large_ws_dh", 64, 64),
 }  # config: name, heads/CTA, tile (large_ws: the warp-specialized kernel, 64 rows padded below 64 heads;
-#    large_ws_dh: that kernel with v66's two CTAs per row block, one per half of O's dims)
+#    large_ws_dh: that kernel with v66's two CTAs per row block, one per half of O's dims: unsplit,
+#    or at any split count in a -DDSPARKCTL_WS_DIMS_PARTIALS=1 build; elsewhere large_ws's plan)
 SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 11, 12, 13, 16, 20, 24, 33, 36)
 
 
@@ -127,7 +128,7 @@ def main() -> int:
             tiles = -(-shape["topk"] // tile) + -(-shape["extra"] // tile)
             ctas = shape["T"] * -(-shape["H"] // heads) * (2 if cfg == 7 else 1)
             for sp in SPLITS:
-                if sp > tiles or ctas * sp > 4 * sms or (cfg == 7 and sp == 2):  # (2 splits: large_ws's plan)
+                if sp > tiles or ctas * sp > 4 * sms:
                     continue
                 us = (
                     graph_time(

@@ -201,7 +201,6 @@ inline int sparse_mla_ws_padded_min_chain(const SparseMlaPlan& plan, int H) {
   return 0;
 }
 
-// The plan for one call: layout, heads per CTA, tile size, split count. false: bad arguments.
 // v66 (session 38; DSPARKCTL_WS_DIMS_SPLIT, on; =0 rebuilds v65): an unsplit WS call whose grid fills
 // at most half the SMs runs each (token, head block) as two CTAs, one per half of the output dims.
 // Both gather, convert and run S and the softmax of every tile (same bytes, same order: the same P
@@ -234,6 +233,7 @@ inline int sparse_mla_ws_dims_split(const SparseMlaPlanDevice& d, const SparseMl
   return 2 * int64_t(T) * head_blocks <= d.sms ? 2 : 1;
 }
 
+// The plan for one call: layout, heads per CTA, tile size, split count. false: bad arguments.
 inline bool sparse_mla_plan_for(const SparseMlaPlanDevice& d, int T, int H, int topk, int extra_topk, int config,
                                 int requested_splits, SparseMlaPlan* plan) {
   if (plan == nullptr || d.sms < 1 || T < 0 || H < 1 || H > 128 || topk < 1 || extra_topk < 0) return false;

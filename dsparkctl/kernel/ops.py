@@ -45,7 +45,8 @@ ENV_SO = "DSPARKCTL_KERNEL_SO"
 # (64-candidate tiles) with 16 / 32 heads per CTA at any head count; LARGE_SMEM_WS the
 # large-smem layout with 64 heads per CTA run by the warp-specialized kernel where the GPU has
 # it (Hopper, sm_90a build; elsewhere the plain large-smem kernel); LARGE_SMEM_WS_DIMS that with two
-# CTAs per row block, one per half of the output dims (v66's halves), at any split count but 2.
+# CTAs per row block, one per half of the output dims (v66's halves), where the call is unsplit
+# (a build with -DDSPARKCTL_WS_DIMS_PARTIALS=1: at any split count).
 CONFIG_AUTO, CONFIG_LARGE_SMEM, CONFIG_SMALL_SMEM, CONFIG_SMALL_SMEM_16, CONFIG_LARGE_SMEM_16, CONFIG_LARGE_SMEM_32 = (
     0, 1, 2, 3, 4, 5
 )
