@@ -217,7 +217,8 @@ inline int sparse_mla_ws_padded_min_chain(const SparseMlaPlan& plan, int H) {
 constexpr bool kPlanWsDimsSplit = DSPARKCTL_WS_DIMS_SPLIT == 1;
 static_assert(DSPARKCTL_WS_DIMS_SPLIT == 0 || DSPARKCTL_WS_DIMS_SPLIT == 1, "on or off");
 
-// Session 38 candidate (DSPARKCTL_WS_DIMS_PARTIALS, off by default; prepared, not yet run on a GPU):
+// Session 38 candidate (DSPARKCTL_WS_DIMS_PARTIALS, off by default; measured in session 39,
+// bench/results/plan_sweep_s38_ws_dims/run1/: faster on one bench row only, see kernels/NOTES.md):
 // v66's halves for split calls too (each half writes the fp32 partials of its 256 columns; half 0
 // the split's lse; the combine kernels merge them, at 2 splits too: no in-kernel cluster combine
 // in the halves kernel), which config 7 then forces at any split count. Off, config 7 halves only
