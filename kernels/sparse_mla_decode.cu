@@ -277,6 +277,18 @@ static_assert(DSPARKCTL_WS_LO_SPLIT16 == 0 || DSPARKCTL_WS_LO_SPLIT16 == 1, "on 
 #endif
 static_assert(DSPARKCTL_WS_TAIL16 == 0 || DSPARKCTL_WS_TAIL16 == 1, "on or off");
 [[maybe_unused]] constexpr bool kWsTail16 = DSPARKCTL_WS_TAIL16 == 1;
+// Session 39 candidate (DSPARKCTL_WS_DH_DIRECT, off by default): an unsplit call of v66's halves
+// kernel writes its bf16 rows from warpgroup 1's accumulators straight to global memory (a 4 x 4
+// transpose of 32-bit words within each quad makes every lane's store 8 consecutive dims of one
+// row), instead of staging fp32 rows in shared memory, a second CTA barrier and reading them back.
+// Same values, same rounding: bit for bit. Why: session 39's timeline of DSpark T = 50 had 3,172
+// cycles from warpgroup 1's last P.V to the rows written (32 KB a CTA; the store ceiling alone is
+// ~1,300, bench/store_ceiling.cu), of a ~27,000-cycle CTA.
+#ifndef DSPARKCTL_WS_DH_DIRECT
+#define DSPARKCTL_WS_DH_DIRECT 0
+#endif
+static_assert(DSPARKCTL_WS_DH_DIRECT == 0 || DSPARKCTL_WS_DH_DIRECT == 1, "on or off");
+[[maybe_unused]] constexpr bool kWsDhDirect = DSPARKCTL_WS_DH_DIRECT == 1;
 
 template <int MT, int BN>
 struct Cfg {
@@ -3222,6 +3234,40 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       }
     }
   };
+  // DSPARKCTL_WS_DH_DIRECT: an unsplit halves CTA's warpgroup 1 stores its bf16 rows from registers
+  [[maybe_unused]] const bool direct = DH && kWsDhDirect && num_splits == 1;
+  [[maybe_unused]] auto ws_store_direct = [&]() {
+    cta_sync_divergent();  // ws_stage's barrier: warpgroup 0's factors are in sFact
+    const Pow2Pair v_exp(e_run);
+    const int lo = lane & 1, hi = (lane >> 1) & 1;
+    const int ra = wl * 16 + (lane >> 2);
+    const float fa = sFact[ra], fb = sFact[ra + 8];  // rows a, a + 8: rope factors; nope: v_exp(f), as ws_stage's
+    const float fna = v_exp(fa), fnb = v_exp(fb);
+    const int h = h0 + ra + 8 * hi;  // this lane stores row a (hi 0) or a + 8, dims 16 m + 8 lo ..
+    __nv_bfloat16* dst = reinterpret_cast<__nv_bfloat16*>(p.out) + (int64_t(t) * p.H + (h < p.H ? h : 0)) * kD + half * 256 + 8 * lo;
+#pragma unroll
+    for (int m = 0; m < 16; ++m) {
+      const bool rope = dblk == 1 && 2 * m >= 24;  // (2 m and 2 m + 1 both, 24 being even)
+      const float ga = rope ? fa : fna, gb = rope ? fb : fnb;
+      // word d of this lane goes to quad lane d: d = 0 / 1 row a, dims 16 m (+ 8); 2 / 3 row a + 8
+      const uint32_t w0 = pack_bf16(o[2 * m][0] * ga, o[2 * m][1] * ga);
+      const uint32_t w1 = pack_bf16(o[2 * m + 1][0] * ga, o[2 * m + 1][1] * ga);
+      const uint32_t w2 = pack_bf16(o[2 * m][2] * gb, o[2 * m][3] * gb);
+      const uint32_t w3 = pack_bf16(o[2 * m + 1][2] * gb, o[2 * m + 1][3] * gb);
+      // across lane bit 1: keep the words for d = 2 hi, 2 hi + 1
+      const uint32_t ka = hi ? w2 : w0, kb = hi ? w3 : w1;
+      const uint32_t ra0 = __shfl_xor_sync(0xffffffffu, hi ? w0 : w2, 2);
+      const uint32_t ra1 = __shfl_xor_sync(0xffffffffu, hi ? w1 : w3, 2);
+      // across lane bit 0: keep d = lane % 4
+      const uint32_t own = lo ? kb : ka, pa = lo ? ra1 : ra0;
+      const uint32_t b0 = __shfl_xor_sync(0xffffffffu, lo ? ka : kb, 1);
+      const uint32_t b1 = __shfl_xor_sync(0xffffffffu, lo ? ra0 : ra1, 1);
+      // by source lane k (dims 2 k, 2 k + 1): k = q own, q ^ 1 b0, q ^ 2 pa, q ^ 3 b1
+      const uint32_t p0 = lo ? b0 : own, p1 = lo ? own : b0, p2 = lo ? b1 : pa, p3 = lo ? pa : b1;
+      const uint4 v = hi ? make_uint4(p2, p3, p0, p1) : make_uint4(p0, p1, p2, p3);
+      if (h < p.H) *reinterpret_cast<uint4*>(dst + 16 * m) = v;
+    }
+  };
   if (wg == 0) {
     setmaxnreg_inc<W::REGS_S>();
     DSPARKCTL_WS_TL_ABS(21);
@@ -3478,7 +3524,12 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
     DSPARKCTL_WS_TL_STORE_AT(tid == 128, 3, 13)
     DSPARKCTL_WS_TL_STORE_AT(tid == 128, 4, 14)
 #endif
-    ws_stage();
+    if constexpr (DH && kWsDhDirect) {
+      if (direct) ws_store_direct();
+      else ws_stage();
+    } else {
+      ws_stage();
+    }
   }
   // ---- epilogue: the staged rows to global memory
   DSPARKCTL_WS_TL_ABS(22);
@@ -3497,7 +3548,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   if (!kNoClusterCombine && ws_cluster_combines(num_splits)) {
     ws_cluster_combine<M, kCT>(p, sOut, reinterpret_cast<const float*>(smem + W::OFF_LSE2), t, h0, split, tid, tl_mark);
   } else if (DH) {
-    ws_write_rows<M, kCT, 32>(p, sOut, t, h0, split, num_splits, tid, half * 256);
+    if (!(kWsDhDirect && direct)) ws_write_rows<M, kCT, 32>(p, sOut, t, h0, split, num_splits, tid, half * 256);
   } else {
     ws_write_rows<M, kCT>(p, sOut, t, h0, split, num_splits, tid);
   }
