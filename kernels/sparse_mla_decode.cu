@@ -277,15 +277,18 @@ static_assert(DSPARKCTL_WS_LO_SPLIT16 == 0 || DSPARKCTL_WS_LO_SPLIT16 == 1, "on 
 #endif
 static_assert(DSPARKCTL_WS_TAIL16 == 0 || DSPARKCTL_WS_TAIL16 == 1, "on or off");
 [[maybe_unused]] constexpr bool kWsTail16 = DSPARKCTL_WS_TAIL16 == 1;
-// Session 39 candidate (DSPARKCTL_WS_DH_DIRECT, off by default): an unsplit call of v66's halves
-// kernel writes its bf16 rows from warpgroup 1's accumulators straight to global memory (a 4 x 4
-// transpose of 32-bit words within each quad makes every lane's store 8 consecutive dims of one
-// row), instead of staging fp32 rows in shared memory, a second CTA barrier and reading them back.
-// Same values, same rounding: bit for bit. Why: session 39's timeline of DSpark T = 50 had 3,172
-// cycles from warpgroup 1's last P.V to the rows written (32 KB a CTA; the store ceiling alone is
-// ~1,300, bench/store_ceiling.cu), of a ~27,000-cycle CTA.
+// v67 (session 39; DSPARKCTL_WS_DH_DIRECT, on; =0 rebuilds v66; outputs bit for bit): an unsplit
+// call of v66's halves kernel writes its bf16 rows from warpgroup 1's accumulators straight to
+// global memory (a 4 x 4 transpose of 32-bit words within each quad makes every lane's store 8
+// consecutive dims of one row), instead of staging fp32 rows in shared memory, a second CTA barrier
+// and reading them back. Same values, same rounding. Why: v66's timeline of DSpark T = 50 had
+// 3,172 cycles from warpgroup 1's last P.V to the rows written (32 KB a CTA; the store ceiling
+// alone is ~1,300, bench/store_ceiling.cu), of a ~27,000-cycle CTA. H200, same call, 4 rounds
+// against v66 (bench/results/kernel_h200_ws_dh_direct/): DSpark T = 50 15.54 -> 15.41 us (every
+// round below v66's best; the timeline's CTA 3,155 -> 2,433 cycles from staged to written, 15.77
+// -> 15.34 us), the only bench row that runs the halves kernel.
 #ifndef DSPARKCTL_WS_DH_DIRECT
-#define DSPARKCTL_WS_DH_DIRECT 0
+#define DSPARKCTL_WS_DH_DIRECT 1
 #endif
 static_assert(DSPARKCTL_WS_DH_DIRECT == 0 || DSPARKCTL_WS_DH_DIRECT == 1, "on or off");
 [[maybe_unused]] constexpr bool kWsDhDirect = DSPARKCTL_WS_DH_DIRECT == 1;
