@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# Session 39, call 2: the K-split halves candidate (-DDSPARKCTL_WS_DH_KSPLIT=1) built alone and
+# Session 39, call 2 (and, with KS=2, call 3 through run2.sh): the K-split halves candidate
+# (-DDSPARKCTL_WS_DH_KSPLIT=$KS, default 1; apply candidate.patch first: it is not in the tree) built alone and
 # with -DDSPARKCTL_WS_DIMS_PARTIALS=1; the kernel's GPU tests on both; then the halves layout's
 # sweep (bench/plan_sweep.py --layout large_ws_dh) of the DSpark shapes and the 64- / 128-head
 # T = 1 / 8 decode rows on the second build, as session 39's call 1 ran it on v66's halves
 # (bench/results/plan_sweep_s38_ws_dims/run1/). Writes $OUT/r.tgz.
 set -uo pipefail
+KS=${KS:-1}
 cd "$(dirname "$0")/../../.."
 export PYTHONPATH=$PWD
 A=/tmp/ks; rm -rf $A; mkdir -p $A
 t0=$(date +%s)
-timeout 150 python3 bench/build_kernel.py sm_90a /tmp/kks $A/build_ks.log -DDSPARKCTL_WS_DH_KSPLIT=1 > /dev/null &
-timeout 150 python3 bench/build_kernel.py sm_90a /tmp/kksp $A/build_ksp.log -DDSPARKCTL_WS_DH_KSPLIT=1 -DDSPARKCTL_WS_DIMS_PARTIALS=1 > /dev/null &
+timeout 150 python3 bench/build_kernel.py sm_90a /tmp/kks $A/build_ks.log -DDSPARKCTL_WS_DH_KSPLIT=$KS > /dev/null &
+timeout 150 python3 bench/build_kernel.py sm_90a /tmp/kksp $A/build_ksp.log -DDSPARKCTL_WS_DH_KSPLIT=$KS -DDSPARKCTL_WS_DIMS_PARTIALS=1 > /dev/null &
 wait
 echo "built ($(( $(date +%s) - t0 )) s)"
 for b in ks ksp; do

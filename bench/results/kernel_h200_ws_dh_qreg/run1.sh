@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 39, device call 4: v66's halves kernel with Q's first N k-steps of S from registers in
+# Session 39, device call 4 (apply candidate.patch first: it is not in the tree): v66's halves kernel with Q's first N k-steps of S from registers in
 # warpgroup 0 (-DDSPARKCTL_WS_DH_QREG=16 / 28 / 32), against v66: GPU tests and outputs of each
 # (bench/kernel_abn.sh, 3 alternating rounds of the --short rows: only DSpark T = 50 runs the halves
 # kernel there), the WS timelines of v66 and q32 at DSpark T = 50 (valid 133), then the halves
