@@ -292,6 +292,19 @@ static_assert(DSPARKCTL_WS_TAIL16 == 0 || DSPARKCTL_WS_TAIL16 == 1, "on or off")
 #endif
 static_assert(DSPARKCTL_WS_DH_DIRECT == 0 || DSPARKCTL_WS_DH_DIRECT == 1, "on or off");
 [[maybe_unused]] constexpr bool kWsDhDirect = DSPARKCTL_WS_DH_DIRECT == 1;
+// Session 39 candidate (DSPARKCTL_WS_DIRECT, off by default; prepared, not yet run on a GPU):
+// v67's stores from registers in the one-CTA WS kernel too, both warpgroups, for every call but
+// the 2-split cluster combine's (which reads the staged rows through the cluster): unsplit rows
+// as bf16 with v67's quad transpose, split calls' fp32 partials as 8-byte pieces (a quad's four
+// make one 32-byte sector of a row). Same values: bit for bit. Why: the staging writes and reads
+// back 128 KB of fp32 rows a CTA and adds a CTA barrier before the stores, which are already at
+// an SM's store ceiling (~25 B a cycle, bench/store_ceiling.cu); v67's halves saved ~720 cycles of
+// their 3,155 that way.
+#ifndef DSPARKCTL_WS_DIRECT
+#define DSPARKCTL_WS_DIRECT 0
+#endif
+static_assert(DSPARKCTL_WS_DIRECT == 0 || DSPARKCTL_WS_DIRECT == 1, "on or off");
+[[maybe_unused]] constexpr bool kWsDirect = DSPARKCTL_WS_DIRECT == 1;
 
 template <int MT, int BN>
 struct Cfg {
@@ -3237,17 +3250,40 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       }
     }
   };
-  // DSPARKCTL_WS_DH_DIRECT: an unsplit halves CTA's warpgroup 1 stores its bf16 rows from registers
-  [[maybe_unused]] const bool direct = DH && kWsDhDirect && num_splits == 1;
+  // DSPARKCTL_WS_DH_DIRECT (v67): an unsplit halves CTA's warpgroup 1 stores its bf16 rows from
+  // registers; DSPARKCTL_WS_DIRECT (candidate): so do the one-CTA kernel's warpgroups, at any split
+  // count but the cluster combine's 2 (fp32 partials then)
+  constexpr bool kDirect = DH ? kWsDhDirect : kWsDirect;
+  [[maybe_unused]] const bool direct = DH ? kWsDhDirect && num_splits == 1 : kWsDirect && !ws_cluster_combines(num_splits);
   [[maybe_unused]] auto ws_store_direct = [&]() {
     cta_sync_divergent();  // ws_stage's barrier: warpgroup 0's factors are in sFact
     const Pow2Pair v_exp(e_run);
+    if constexpr (!DH && kWsDirect) {
+      if (num_splits > 1) {
+        // the fp32 partials, as ws_stage stages them and ws_write_rows copies them
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          const int row = wl * 16 + (lane >> 2) + 8 * i, hh = h0 + row;
+          const float f = sFact[row];
+          const float fn = v_exp(f);
+          float* wrow = p.ws_out + ((int64_t(t) * p.H + (hh < p.H ? hh : 0)) * num_splits + split) * kD + dblk * 256 + (lane & 3) * 2;
+          if (hh < p.H) {
+#pragma unroll
+            for (int jj = 0; jj < 32; ++jj) {
+              const float g = (dblk == 0 || jj < 24) ? fn : f;
+              *reinterpret_cast<float2*>(wrow + jj * 8) = make_float2(o[jj][2 * i] * g, o[jj][2 * i + 1] * g);
+            }
+          }
+        }
+        return;
+      }
+    }
     const int lo = lane & 1, hi = (lane >> 1) & 1;
     const int ra = wl * 16 + (lane >> 2);
     const float fa = sFact[ra], fb = sFact[ra + 8];  // rows a, a + 8: rope factors; nope: v_exp(f), as ws_stage's
     const float fna = v_exp(fa), fnb = v_exp(fb);
     const int h = h0 + ra + 8 * hi;  // this lane stores row a (hi 0) or a + 8, dims 16 m + 8 lo ..
-    __nv_bfloat16* dst = reinterpret_cast<__nv_bfloat16*>(p.out) + (int64_t(t) * p.H + (h < p.H ? h : 0)) * kD + half * 256 + 8 * lo;
+    __nv_bfloat16* dst = reinterpret_cast<__nv_bfloat16*>(p.out) + (int64_t(t) * p.H + (h < p.H ? h : 0)) * kD + dblk * 256 + 8 * lo;
 #pragma unroll
     for (int m = 0; m < 16; ++m) {
       const bool rope = dblk == 1 && 2 * m >= 24;  // (2 m and 2 m + 1 both, 24 being even)
@@ -3427,7 +3463,12 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
     }
     DSPARKCTL_WS_TL(6);  // rows finished
     DSPARKCTL_WS_TL_STORE(tid == 0, 4, 7)
-    ws_stage();
+    if constexpr (!DH && kDirect) {
+      if (direct) ws_store_direct();
+      else ws_stage();
+    } else {
+      ws_stage();
+    }
   } else {
     if constexpr (W::REGS_PV < W::REGS_LAUNCH) setmaxnreg_dec<W::REGS_PV>();
     else setmaxnreg_inc<W::REGS_PV>();
@@ -3527,7 +3568,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
     DSPARKCTL_WS_TL_STORE_AT(tid == 128, 3, 13)
     DSPARKCTL_WS_TL_STORE_AT(tid == 128, 4, 14)
 #endif
-    if constexpr (DH && kWsDhDirect) {
+    if constexpr (kDirect) {
       if (direct) ws_store_direct();
       else ws_stage();
     } else {
@@ -3552,7 +3593,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
     ws_cluster_combine<M, kCT>(p, sOut, reinterpret_cast<const float*>(smem + W::OFF_LSE2), t, h0, split, tid, tl_mark);
   } else if (DH) {
     if (!(kWsDhDirect && direct)) ws_write_rows<M, kCT, 32>(p, sOut, t, h0, split, num_splits, tid, half * 256);
-  } else {
+  } else if (!(kWsDirect && direct)) {
     ws_write_rows<M, kCT>(p, sOut, t, h0, split, num_splits, tid);
   }
   DSPARKCTL_WS_TL_ABS(23);

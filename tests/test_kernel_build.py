@@ -163,7 +163,8 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     v63's (-DDSPARKCTL_CP_IGNORE_SRC=0, -DDSPARKCTL_PREFETCH_ONE_TEST=0, sm_90a) and v64's
     (-DDSPARKCTL_DEQ_SW_HALVES=0, -DDSPARKCTL_WS_LO_SPLIT16=0, sm_90a) and v65's
     (-DDSPARKCTL_WS_TAIL16=0, sm_90a) and v66's (-DDSPARKCTL_WS_DIMS_SPLIT=0, sm_90a) and session 38's
-    candidate (-DDSPARKCTL_WS_DIMS_PARTIALS=1, sm_90a), as
+    candidate (-DDSPARKCTL_WS_DIMS_PARTIALS=1, sm_90a) and v67's (-DDSPARKCTL_WS_DH_DIRECT=0, sm_90a)
+    and session 39's candidate (-DDSPARKCTL_WS_DIRECT=1, sm_90a), as
     {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
     if build.find_nvcc() is None:
         pytest.skip("nvcc not installed: cannot compile-check CUDA")
@@ -204,6 +205,8 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_90a_no_ws_tail16": ["-arch=sm_90a", "-DDSPARKCTL_WS_TAIL16=0"],
         "sm_90a_no_ws_dims_split": ["-arch=sm_90a", "-DDSPARKCTL_WS_DIMS_SPLIT=0"],
         "sm_90a_ws_dims_partials": ["-arch=sm_90a", "-DDSPARKCTL_WS_DIMS_PARTIALS=1"],
+        "sm_90a_no_ws_dh_direct": ["-arch=sm_90a", "-DDSPARKCTL_WS_DH_DIRECT=0"],
+        "sm_90a_ws_direct": ["-arch=sm_90a", "-DDSPARKCTL_WS_DIRECT=1"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -738,3 +741,33 @@ def test_ws_dims_partials_candidate_moves_only_the_halves_kernels_partial_stores
         assert cand[n].count(op) == base[n].count(op), (n, op)
     assert 0 < cand[n].count("ld.global") < base[n].count("ld.global"), n  # (the combine's sink loads went with it)
     assert "barrier.cluster" in base[n] and "barrier.cluster" not in cand[n] and "mapa" not in cand[n], n
+
+
+def test_ws_dh_direct_moves_only_the_halves_kernels_epilogue(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """v67 (-DDSPARKCTL_WS_DH_DIRECT=0 rebuilds v66): an unsplit halves CTA's warpgroup 1 stores its
+    bf16 rows from registers after a word transpose within each quad (butterfly shuffles), not
+    through fp32 staging. Only the halves kernel moves; its MMAs are the same, and it keeps the
+    staging for split calls."""
+    base, cand = kernel_ptx["sm_90a_no_ws_dh_direct"], kernel_ptx["sm_90a"]
+    moved = {n for n in base if base[n] != cand[n]}
+    assert moved == {"sparse_mla_decode_ws_kernel_dimsILi16E"}, sorted(moved)
+    n = moved.pop()
+    assert cand[n].count("wgmma.mma_async") == base[n].count("wgmma.mma_async")
+    assert cand[n].count("shfl.sync.bfly") >= base[n].count("shfl.sync.bfly") + 64  # 16 pieces x 4 shuffles
+    assert cand[n].count("st.global.v4") >= base[n].count("st.global.v4") + 16
+    assert cand[n].count("st.shared.v2.f32") == base[n].count("st.shared.v2.f32")  # the staging stays
+
+
+def test_ws_direct_candidate_moves_only_the_one_cta_ws_kernels(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """Session 39's prepared candidate (-DDSPARKCTL_WS_DIRECT=1, off): both warpgroups of the one-CTA
+    WS kernels store their rows from registers (bf16 rows through v67's quad transpose; split calls'
+    fp32 partials as 8-byte pieces), the 2-split cluster combine keeping the staging. Only those two
+    kernels move, with the same MMAs."""
+    base, cand = kernel_ptx["sm_90a"], kernel_ptx["sm_90a_ws_direct"]
+    moved = {n for n in base if base[n] != cand[n]}
+    assert moved == {"sparse_mla_decode_ws_kernelILi16E", "sparse_mla_decode_ws_kernelILi8E"}, sorted(moved)
+    for n in moved:
+        assert cand[n].count("wgmma.mma_async") == base[n].count("wgmma.mma_async"), n
+        assert cand[n].count("shfl.sync.bfly") >= base[n].count("shfl.sync.bfly") + 64, n
+        assert base[n].count("st.global.v2.f32") == 0 < cand[n].count("st.global.v2.f32"), n
+        assert "barrier.cluster" in cand[n], n  # the 2-split cluster combine is still there
