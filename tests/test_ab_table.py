@@ -107,3 +107,18 @@ def test_candidate_check_needs_name_flags_and_out(unset: str, tmp_path: Path) ->
     assert proc.returncode == 2, proc.stderr
     assert "usage: OUT=... NAME=... FLAGS=" in proc.stderr
     assert not (tmp_path / "r.tgz").exists()
+
+
+@pytest.mark.parametrize("shapes,args", [(None, ["v67="]), ("64 192 133 0 50", [])])
+def test_timeline_ab_refuses_missing_shapes_or_variants(shapes: str | None, args: list[str], tmp_path: Path) -> None:
+    """bench/kernel_timeline_ab.sh with no SHAPES or no NAME=FLAGS variant: usage and exit 2, before
+    it builds anything."""
+    env = {k: v for k, v in os.environ.items() if k != "SHAPES"}
+    env["OUT"] = str(tmp_path)
+    if shapes is not None:
+        env["SHAPES"] = shapes
+    proc = subprocess.run(["bash", str(BENCH / "kernel_timeline_ab.sh"), *args], capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert "usage: SHAPES=" in proc.stderr
+    assert not list(tmp_path.glob("build_tl_*.log"))
