@@ -3254,8 +3254,8 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   // registers; DSPARKCTL_WS_DIRECT (candidate): so do the one-CTA kernel's warpgroups, at any split
   // count but the cluster combine's 2 (fp32 partials then)
   constexpr bool kDirect = DH ? kWsDhDirect : kWsDirect;
-  [[maybe_unused]] const bool direct = DH ? kWsDhDirect && num_splits == 1 : kWsDirect && !ws_cluster_combines(num_splits);
-  [[maybe_unused]] auto ws_store_direct = [&]() {
+  const bool direct = DH ? kWsDhDirect && num_splits == 1 : kWsDirect && !ws_cluster_combines(num_splits);
+  auto ws_store_direct = [&]() {
     cta_sync_divergent();  // ws_stage's barrier: warpgroup 0's factors are in sFact
     const Pow2Pair v_exp(e_run);
     if constexpr (!DH && kWsDirect) {
@@ -3306,6 +3306,17 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       const uint4 v = hi ? make_uint4(p2, p3, p0, p1) : make_uint4(p0, p1, p2, p3);
       if (h < p.H) *reinterpret_cast<uint4*>(dst + 16 * m) = v;
     }
+  };
+  // the end of each consumer branch: this warpgroup's rows stored from registers, or staged (the
+  // halves kernel's warpgroup 0 holds no rows: ws_stage's barrier alone)
+  auto ws_rows_out = [&]() {
+    if constexpr (kDirect) {
+      if (direct && !(DH && wg == 0)) {
+        ws_store_direct();
+        return;
+      }
+    }
+    ws_stage();
   };
   if (wg == 0) {
     setmaxnreg_inc<W::REGS_S>();
@@ -3463,12 +3474,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
     }
     DSPARKCTL_WS_TL(6);  // rows finished
     DSPARKCTL_WS_TL_STORE(tid == 0, 4, 7)
-    if constexpr (!DH && kDirect) {
-      if (direct) ws_store_direct();
-      else ws_stage();
-    } else {
-      ws_stage();
-    }
+    ws_rows_out();
   } else {
     if constexpr (W::REGS_PV < W::REGS_LAUNCH) setmaxnreg_dec<W::REGS_PV>();
     else setmaxnreg_inc<W::REGS_PV>();
@@ -3568,12 +3574,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
     DSPARKCTL_WS_TL_STORE_AT(tid == 128, 3, 13)
     DSPARKCTL_WS_TL_STORE_AT(tid == 128, 4, 14)
 #endif
-    if constexpr (kDirect) {
-      if (direct) ws_store_direct();
-      else ws_stage();
-    } else {
-      ws_stage();
-    }
+    ws_rows_out();
   }
   // ---- epilogue: the staged rows to global memory
   DSPARKCTL_WS_TL_ABS(22);
@@ -3592,8 +3593,8 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   if (!kNoClusterCombine && ws_cluster_combines(num_splits)) {
     ws_cluster_combine<M, kCT>(p, sOut, reinterpret_cast<const float*>(smem + W::OFF_LSE2), t, h0, split, tid, tl_mark);
   } else if (DH) {
-    if (!(kWsDhDirect && direct)) ws_write_rows<M, kCT, 32>(p, sOut, t, h0, split, num_splits, tid, half * 256);
-  } else if (!(kWsDirect && direct)) {
+    if (!direct) ws_write_rows<M, kCT, 32>(p, sOut, t, h0, split, num_splits, tid, half * 256);
+  } else if (!direct) {
     ws_write_rows<M, kCT>(p, sOut, t, h0, split, num_splits, tid);
   }
   DSPARKCTL_WS_TL_ABS(23);
