@@ -305,6 +305,22 @@ static_assert(DSPARKCTL_WS_DH_DIRECT == 0 || DSPARKCTL_WS_DH_DIRECT == 1, "on or
 #endif
 static_assert(DSPARKCTL_WS_DIRECT == 0 || DSPARKCTL_WS_DIRECT == 1, "on or off");
 [[maybe_unused]] constexpr bool kWsDirect = DSPARKCTL_WS_DIRECT == 1;
+// Session 40 candidate (DSPARKCTL_WS_DH_RING3, off by default): the halves kernel (v66) with a
+// third KV buffer in Q's 64 KB. Warpgroup 0 (S, the mask and P; no O accumulators there) loads Q's
+// 32 k-steps into registers once (128 registers a thread; session 39's -DDSPARKCTL_WS_DH_QREG=32
+// measured that form bit for bit and ~150 cycles a tile slower in S) and runs S with A from
+// registers; Q's shared memory then holds buffer 2 of a 3-buffer ring (tile j in buffer j % 3).
+// Warpgroup 1 issues tile 2's copies as soon as warpgroup 0 has read Q, and tile j + 3's after
+// the consumers free tile j. Why: at DSpark T = 50 (valid 133: 3 tiles a CTA) v67's timeline has
+// tile 2's copies issued only after tile 0's P.V frees its buffer, so its copy, landing and
+// conversion (~3,500 cycles) and then its S lie on the CTA's critical path (sessions 38-40's
+// timelines: warpgroup 1 ~2,700 cycles a CTA waiting for tiles). Same operands, same order:
+// outputs bit for bit.
+#ifndef DSPARKCTL_WS_DH_RING3
+#define DSPARKCTL_WS_DH_RING3 0
+#endif
+static_assert(DSPARKCTL_WS_DH_RING3 == 0 || DSPARKCTL_WS_DH_RING3 == 1, "on or off");
+[[maybe_unused]] constexpr bool kWsDhRing3 = DSPARKCTL_WS_DH_RING3 == 1;
 
 template <int MT, int BN>
 struct Cfg {
@@ -2420,7 +2436,7 @@ static_assert(DSPARKCTL_WS_L2_PREFETCH == 0 || DSPARKCTL_WS_L2_PREFETCH == 1, "o
 // prefetches a tile; without it threads 0-63.
 [[maybe_unused]] __device__ __forceinline__ int ws_prep_row(int pt) { return kWsL2Prefetch ? (pt >> 5) * 16 + (pt & 15) : pt; }
 [[maybe_unused]] __device__ __forceinline__ bool ws_preps(int pt) { return kWsL2Prefetch ? (pt & 31) < 16 : pt < 64; }
-enum WsBarrier : int { kWsPReady = 1, kWsPFree = 2, kWsProducer = 3, kWsConsumers = 4 };
+enum WsBarrier : int { kWsPReady = 1, kWsPFree = 2, kWsProducer = 3, kWsConsumers = 4, kWsQFree = 5 };
 // v52, WS_NOPE_P_HILO (on; =0 for A/Bs): the WS kernel's nope P.V in two fp16 passes too (see
 // DSPARKCTL_NOPE_P_HILO), with no hand-off added. Its shared memory has no room for a second fp16
 // P buffer (227,184 of 232,448 bytes). Warpgroup 0 computed P, so its lo pass takes the lo part
@@ -2538,11 +2554,13 @@ struct WsCfg {
   static constexpr int OFF_ALPHA = OFF_ETILE + 16;         // float [2][M]: the rescale of O's rows, by tile parity
   static constexpr int OFF_FACT = OFF_ALPHA + 2 * M * 4;   // float [M]: the rows' output factors
   static constexpr int OFF_QMAX = OFF_FACT + M * 4;        // uint32 [M][2] (Q slow path)
-  static constexpr int OFF_PMAX = OFF_QMAX + M * 8;        // uint32 [2][4]: producer warps' max scale byte
-  static constexpr int OFF_POFF = OFF_PMAX + 32;                // int64 [kSlots][BN]: row offsets (-1 invalid)
+  // (DSPARKCTL_WS_DH_RING3: 3 buffers, so [3][4] max scale bytes and 3 of each tile barrier)
+  static constexpr int kBufs = kWsDhRing3 ? 3 : 2;
+  static constexpr int OFF_PMAX = OFF_QMAX + M * 8;        // uint32 [kBufs][4]: producer warps' max scale byte
+  static constexpr int OFF_POFF = OFF_PMAX + kBufs * 16;        // int64 [kSlots][BN]: row offsets (-1 invalid)
   static constexpr int OFF_PSCL = OFF_POFF + kSlots * BN * 8;   // uint8 [kSlots][BN][8]: scale bytes
-  static constexpr int OFF_BAR = OFF_PSCL + kSlots * BN * 8;    // uint64 full[2], empty[2], raw[2], offs[2]
-  static constexpr int OFF_LSE2 = OFF_BAR + 64;  // float [M]: the rows' partial lse (cluster combine)
+  static constexpr int OFF_BAR = OFF_PSCL + kSlots * BN * 8;    // uint64 full[kBufs], empty[kBufs], raw[kBufs], offs[kBufs]
+  static constexpr int OFF_LSE2 = OFF_BAR + 32 * kBufs;  // float [M]: the rows' partial lse (cluster combine)
   // WS_NOPE_P_HILO: P's lo part for warpgroup 1, e4m3 in its register-A order: uint32 [8][128 threads]
   static constexpr int OFF_LO8 = (OFF_LSE2 + (kWsClusterCombine ? M * 4 : 0) + 127) / 128 * 128;
   static constexpr int SMEM = kWsNopePHiLo ? OFF_LO8 + M * BN : OFF_LSE2 + (kWsClusterCombine ? M * 4 : 0);
@@ -2734,6 +2752,24 @@ __device__ __forceinline__ void ws_s64(float (&s)[8][4], uint64_t dq, uint64_t d
 #endif
 }
 
+// ws_s64 with A (Q's k-step) from registers, in the mma.sync m16n8k16 A layout
+// (DSPARKCTL_WS_DH_RING3; session 39's DSPARKCTL_WS_DH_QREG form).
+template <bool BF16>
+[[maybe_unused]] __device__ __forceinline__ void ws_s64_ra(float (&s)[8][4], const uint32_t (&a)[4], uint64_t dk) {
+#if DSPARKCTL_WGMMA
+  float* d = &s[0][0];
+#define DSPARKCTL_S64_ACC "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+#define DSPARKCTL_S64_ARGS " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n" : DSPARKCTL_S64_ACC : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(dk), "r"(1)
+  if constexpr (BF16) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\nwgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16" DSPARKCTL_S64_ARGS);
+  } else {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\nwgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16" DSPARKCTL_S64_ARGS);
+  }
+#undef DSPARKCTL_S64_ARGS
+#undef DSPARKCTL_S64_ACC
+#endif
+}
+
 // One WS conversion unit (a candidate's half of a 64-dim nope block: 32 FP8 bytes) to fp16 times
 // `mult` (f16_pow2x2), stored as 4 16-byte pieces at dst + (x0 ^ 16 k) (the 128-byte swizzle of
 // sw128_off: x0 is piece 0's offset in the row, k < 4 flips bits 4-5 only). By store_tile and
@@ -2819,13 +2855,20 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   float* sFact = reinterpret_cast<float*>(smem + W::OFF_FACT);
   uint32_t* sQmax = reinterpret_cast<uint32_t*>(smem + W::OFF_QMAX);
   uint32_t* sPmax = reinterpret_cast<uint32_t*>(smem + W::OFF_PMAX);
+  // DSPARKCTL_WS_DH_RING3: the halves kernel's 3-buffer ring (buffer 2 is Q's region, once warpgroup 0
+  // holds Q in registers); tile j in buffer j % R, its barriers' phase (j / R) % 2
+  constexpr int R = DH && kWsDhRing3 && kWsConsumerCopies ? 3 : 2;  // (the 8-byte path keeps 2)
+  static_assert(R <= W::kBufs, "the layout's barriers and scale maxima");
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + W::OFF_BAR);
-  uint64_t* empty = full + 2;
-  uint64_t* rawbar = full + 4;  // v31d: the bulk copies of a buffer's raw rows
-  uint64_t* offs = full + 6;    // v37: the producer's row offsets of the tile a copying warpgroup copies next
+  uint64_t* empty = full + W::kBufs;
+  uint64_t* rawbar = full + 2 * W::kBufs;  // v31d: the bulk copies of a buffer's raw rows
+  uint64_t* offs = full + 3 * W::kBufs;    // v37: the producer's row offsets of the tile a copying warpgroup copies next
   int64_t* sOffP = reinterpret_cast<int64_t*>(smem + W::OFF_POFF);  // [kSlots][BN] row offsets, -1 invalid
   uint8_t* sScl = smem + W::OFF_PSCL;                               // [kSlots][BN][8] scale bytes
-  auto kv_tile = [&](int b) { return reinterpret_cast<__nv_bfloat16*>(smem + W::OFF_KV + b * W::TILE); };
+  auto kv_buf = [&](int b) { return R == 3 && b == 2 ? smem + W::OFF_Q : smem + W::OFF_KV + b * W::TILE; };
+  auto kv_tile = [&](int b) { return reinterpret_cast<__nv_bfloat16*>(kv_buf(b)); };
+  auto buf_of = [&](int j) { return R == 3 ? j % 3 : j & 1; };
+  auto phase_of = [&](int j) { return uint32_t(R == 3 ? j / 3 : j >> 1) & 1u; };
 
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   const int tid = threadIdx.x;
@@ -2847,6 +2890,12 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
     mbar_init(&rawbar[1], 1);
     mbar_init(&offs[0], kWsProducerThreads);
     mbar_init(&offs[1], kWsProducerThreads);
+    if constexpr (R == 3) {
+      mbar_init(&full[2], kWsProducerThreads);
+      mbar_init(&empty[2], 256);
+      mbar_init(&rawbar[2], 1);
+      mbar_init(&offs[2], kWsProducerThreads);
+    }
   }
 #ifdef DSPARKCTL_TIMELINE
   if (tid == 0 && DSPARKCTL_WS_TL_CTA < kTlMaxCtas)
@@ -2885,7 +2934,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   // of one warpgroup (`gw` 0-3; warp 0 posts the byte count): kWsCopyLanes copies a warp, since a
   // warp issues its copies one lane after another (v35 / v36).
   auto ws_copies = [&](int it, int gw) {
-    const int j = it - tile_begin, b = j & 1, q = j & (W::kSlots - 1);
+    const int j = it - tile_begin, b = buf_of(j), q = j & (W::kSlots - 1);
     const SparseMlaCache* c; int pos0, len;
     tile_src(it, c, pos0, len);
     if (gw == 0) {
@@ -2896,7 +2945,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
     if (lane < kWsCopyLanes) {
       const int cand = gw * kWsCopyLanes + lane;
       const int64_t off = cand < BN ? sOffP[q * BN + cand] : -1;
-      if (off >= 0) bulk_copy(smem + W::OFF_KV + b * W::TILE + cand * kRowBytes, c->base + off, kRowBytes, &rawbar[b]);
+      if (off >= 0) bulk_copy(kv_buf(b) + cand * kRowBytes, c->base + off, kRowBytes, &rawbar[b]);
     }
   };
 
@@ -3036,18 +3085,19 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       mbar_arrive(&full[b]);
     };
     auto convert = [&](int it) {
-      const int b = (it - tile_begin) & 1, q = (it - tile_begin) & (W::kSlots - 1);
+      // (R = 2: v67's expressions, spelled as v67 did: its SASS is what the GPU tests measured)
+      const int b = R == 3 ? buf_of(it - tile_begin) : (it - tile_begin) & 1, q = (it - tile_begin) & (W::kSlots - 1);
       // this tile's scale bytes (and, on the 8-byte path, its rows); v37's loop has the next
       // tile's prep group in flight here, except at the last tile
       if (kWsConsumerCopies && it + 1 < tile_end)
         cp_async_wait_one();
       else
         cp_async_wait_all();
-      if constexpr (VEC == 16) mbar_wait(&rawbar[b], uint32_t((it - tile_begin) >> 1) & 1u);
+      if constexpr (VEC == 16) mbar_wait(&rawbar[b], R == 3 ? phase_of(it - tile_begin) : uint32_t((it - tile_begin) >> 1) & 1u);
       nbar_sync(kWsProducer, kWsProducerThreads);  // every thread's copies of the tile have landed
       DSPARKCTL_WS_TL(1);  // tile landed
       tile_max(b, q);
-      const uint8_t* base = smem + W::OFF_KV + b * W::TILE;
+      const uint8_t* base = R == 3 ? kv_buf(b) : smem + W::OFF_KV + b * W::TILE;
       __nv_bfloat16* sKV = kv_tile(b);
       const int pc = tid_fresh() - 256;
       if (tail16(it)) {
@@ -3125,11 +3175,23 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
         issue(it);
         DSPARKCTL_WS_TL(0);  // copies issued
       }
+      if constexpr (R == 3) {  // tile 2's offsets, for warpgroup 1's copies into Q's region
+        if (tile_begin + 2 < tile_end) {
+          prep(tile_begin + 2, true);
+          mbar_arrive(&offs[2]);
+        }
+      }
       for (int it = tile_begin; it < tile_end; ++it) {
         convert(it);
-        if (it + 2 < tile_end) {
-          prep(it + 2, true);
-          mbar_arrive(&offs[(it - tile_begin) & 1]);
+        if (it + R < tile_end) {
+          if constexpr (R == 3) {
+            // tile it + 3's slot is tile it - 1's (kSlots 4): the consumers are done with that tile
+            // (its empty barrier: after warpgroup 0's mask, which reads its valid flags)
+            const int j = it - tile_begin;
+            if (j >= 1) mbar_wait(&empty[buf_of(j - 1)], phase_of(j - 1));
+          }
+          prep(it + R, true);
+          mbar_arrive(&offs[R == 3 ? buf_of(it + 3 - tile_begin) : (it - tile_begin) & 1]);
         }
       }
     } else {
@@ -3323,9 +3385,26 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
     DSPARKCTL_WS_TL_ABS(21);
     DSPARKCTL_WS_TL_DECL
     const uint64_t dq = wgmma_desc_sw128(sQ);
+    // DSPARKCTL_WS_DH_RING3: Q's 32 k-steps as A fragments (rows 16 wl + lane / 4 (+ 8), dims
+    // 16 kk + 2 (lane % 4) (+ 1) (+ 8)), read once from the swizzled Q; then Q's region is buffer 2
+    constexpr int kQR = R == 3 ? kD / 16 : 0;
+    [[maybe_unused]] uint32_t qa[kQR > 0 ? kQR : 1][4];
+    if constexpr (kQR > 0) {
+      const int r0 = wl * 16 + (lane >> 2), c0 = (lane & 3) * 2;
+#pragma unroll
+      for (int kk = 0; kk < kQR; ++kk) {
+        qa[kk][0] = *reinterpret_cast<const uint32_t*>(sQ + sw128_off<M>(r0, kk * 16 + c0));
+        qa[kk][1] = *reinterpret_cast<const uint32_t*>(sQ + sw128_off<M>(r0 + 8, kk * 16 + c0));
+        qa[kk][2] = *reinterpret_cast<const uint32_t*>(sQ + sw128_off<M>(r0, kk * 16 + c0 + 8));
+        qa[kk][3] = *reinterpret_cast<const uint32_t*>(sQ + sw128_off<M>(r0 + 8, kk * 16 + c0 + 8));
+      }
+      // warpgroup 1 copies tile 2 over Q after this (the loads above are the last generic reads of Q)
+      fence_proxy_async_smem();
+      nbar_arrive(kWsQFree, kCT);
+    }
     for (int it = tile_begin; it < tile_end; ++it) {
-      const int j = it - tile_begin, b = j & 1;
-      mbar_wait(&full[b], uint32_t(j >> 1) & 1u);
+      const int j = it - tile_begin, b = buf_of(j), pb = R == 3 ? j & 1 : b;
+      mbar_wait(&full[b], phase_of(j));
       DSPARKCTL_WS_TL(0);  // tile ready
       const bool t16 = tail16(it);  // kWsTail16: P and P.V over candidates 0-15 only
       const int e_tile = sEtile[b];
@@ -3339,7 +3418,10 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       const uint64_t dk = wgmma_desc_sw128(sKV);
       wgmma_fence();
 #pragma unroll
-      for (int kk = 0; kk < kDN / 16; ++kk) ws_s64<false>(s, dq + kstep(kk, M), dk + kstep(kk, BN));
+      for (int kk = 0; kk < kDN / 16; ++kk) {
+        if constexpr (kQR > 0) ws_s64_ra<false>(s, qa[kk], dk + kstep(kk, BN));
+        else ws_s64<false>(s, dq + kstep(kk, M), dk + kstep(kk, BN));
+      }
       wgmma_commit_wait();
       const Pow2Pair s_nope[2] = {Pow2Pair(q_shift[0] + e_tile), Pow2Pair(q_shift[1] + e_tile)};
 #pragma unroll
@@ -3348,7 +3430,10 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
         for (int c = 0; c < 4; ++c) s[n][c] = s_nope[c >> 1](s[n][c]);
       wgmma_fence();
 #pragma unroll
-      for (int kk = kDN / 16; kk < kD / 16; ++kk) ws_s64<true>(s, dq + kstep(kk, M), dk + kstep(kk, BN));
+      for (int kk = kDN / 16; kk < kD / 16; ++kk) {
+        if constexpr (kQR > 0) ws_s64_ra<true>(s, qa[kk], dk + kstep(kk, BN));
+        else ws_s64<true>(s, dq + kstep(kk, M), dk + kstep(kk, BN));
+      }
       wgmma_commit_wait();
       if constexpr (DH) mbar_arrive(&empty[b]);  // DH: no P.V here, so S was this warpgroup's last read of the tile
       DSPARKCTL_WS_TL(1);  // S
@@ -3423,7 +3508,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
         l_run[i] = l_run[i] * alpha[i] + rsum[i];
         // by tile parity: with one copy, racecheck reported this write (after bar.sync P-free)
         // against warpgroup 1's read of the previous tile (before its bar.arrive P-free)
-        if ((lane & 3) == 0) sAlpha[b * M + wl * 16 + (lane >> 2) + 8 * i] = alpha[i];
+        if ((lane & 3) == 0) sAlpha[pb * M + wl * 16 + (lane >> 2) + 8 * i] = alpha[i];
       }
       fence_proxy_async_smem();
       ws_handoff(kWsPReady, kCT);
@@ -3479,9 +3564,17 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
     if constexpr (W::REGS_PV < W::REGS_LAUNCH) setmaxnreg_dec<W::REGS_PV>();
     else setmaxnreg_inc<W::REGS_PV>();
     DSPARKCTL_WS_TL_DECL
+    if constexpr (R == 3) {
+      // tile 2 into Q's region once warpgroup 0 holds Q in registers (tiles 0 and 1: the producer)
+      nbar_sync(kWsQFree, kCT);
+      if (tile_begin + 2 < tile_end) {
+        mbar_wait(&offs[2], 0u);
+        ws_copies(tile_begin + 2, wl);
+      }
+    }
     for (int it = tile_begin; it < tile_end; ++it) {
-      const int j = it - tile_begin, b = j & 1;
-      mbar_wait(&full[b], uint32_t(j >> 1) & 1u);
+      const int j = it - tile_begin, b = buf_of(j), pb = R == 3 ? j & 1 : b;
+      mbar_wait(&full[b], phase_of(j));
       nbar_sync(kWsPReady, kCT);
       DSPARKCTL_WS_TL(0);  // tile and P ready
       const bool t16 = tail16(it);  // kWsTail16: P.V over candidates 0-15 only
@@ -3489,11 +3582,11 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       const int e_new = e_run > e_tile ? e_run : e_tile;
       const float v_shift = pow2i(e_run - e_new);
       e_run = e_new;
-      if (!__all_sync(0xffffffffu, v_shift == 1.f && sAlpha[b * M + wl * 16 + (lane >> 2)] == 1.f &&
-                                       sAlpha[b * M + wl * 16 + (lane >> 2) + 8] == 1.f))
+      if (!__all_sync(0xffffffffu, v_shift == 1.f && sAlpha[pb * M + wl * 16 + (lane >> 2)] == 1.f &&
+                                       sAlpha[pb * M + wl * 16 + (lane >> 2) + 8] == 1.f))
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
-        const float a = sAlpha[b * M + wl * 16 + (lane >> 2) + 8 * i];
+        const float a = sAlpha[pb * M + wl * 16 + (lane >> 2) + 8 * i];
         const float an = a * v_shift;
 #pragma unroll
         for (int jj = 0; jj < 32; ++jj) {
@@ -3560,11 +3653,12 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       if (it + 1 < tile_end) ws_handoff(kWsPFree, kCT);
       mbar_arrive(&empty[b]);
       DSPARKCTL_WS_TL(1);  // P.V (dims 256-511)
-      if (kWsConsumerCopies && it + 2 < tile_end) {
-        // v37: tile j + 2 into this buffer once warpgroup 0 is done with tile j too
-        mbar_wait(&empty[b], uint32_t(j >> 1) & 1u);
-        mbar_wait(&offs[b], uint32_t(j >> 1) & 1u);
-        ws_copies(it + 2, wl);
+      if (kWsConsumerCopies && it + R < tile_end) {
+        // v37: tile j + R into this buffer once warpgroup 0 is done with tile j too (R = 3: offs[b]'s
+        // first phase is tile b's for b = 2, tile b + 3's for b < 2)
+        mbar_wait(&empty[b], phase_of(j));
+        mbar_wait(&offs[b], R == 3 ? uint32_t(j / 3 + (b == 2 ? 1 : 0)) & 1u : phase_of(j));
+        ws_copies(it + R, wl);
       }
       DSPARKCTL_WS_TL(2);  // copies of tile j + 2 issued
     }
