@@ -3175,23 +3175,18 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
         issue(it);
         DSPARKCTL_WS_TL(0);  // copies issued
       }
-      if constexpr (R == 3) {  // tile 2's offsets, for warpgroup 1's copies into Q's region
-        if (tile_begin + 2 < tile_end) {
-          prep(tile_begin + 2, true);
-          mbar_arrive(&offs[2]);
-        }
-      }
       for (int it = tile_begin; it < tile_end; ++it) {
         convert(it);
-        if (it + R < tile_end) {
+        if (it + 2 < tile_end) {
           if constexpr (R == 3) {
-            // tile it + 3's slot is tile it - 1's (kSlots 4): the consumers are done with that tile
-            // (its empty barrier: after warpgroup 0's mask, which reads its valid flags)
+            // tile it + 2's slot is tile it - 2's (kSlots 4), and with 3 buffers tile it may land
+            // before the consumers are done with tile it - 2: wait for its empty barrier (after
+            // warpgroup 0's mask, which reads the slot's valid flags)
             const int j = it - tile_begin;
-            if (j >= 1) mbar_wait(&empty[buf_of(j - 1)], phase_of(j - 1));
+            if (j >= 2) mbar_wait(&empty[buf_of(j - 2)], phase_of(j - 2));
           }
-          prep(it + R, true);
-          mbar_arrive(&offs[R == 3 ? buf_of(it + 3 - tile_begin) : (it - tile_begin) & 1]);
+          prep(it + 2, true);
+          mbar_arrive(&offs[R == 3 ? buf_of(it + 2 - tile_begin) : (it - tile_begin) & 1]);
         }
       }
     } else {
@@ -3400,7 +3395,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       }
       // warpgroup 1 copies tile 2 over Q after this (the loads above are the last generic reads of Q)
       fence_proxy_async_smem();
-      nbar_arrive(kWsQFree, kCT);
+      ws_handoff(kWsQFree, kCT);  // (the racecheck build: a rendezvous, as P's hand-offs)
     }
     for (int it = tile_begin; it < tile_end; ++it) {
       const int j = it - tile_begin, b = buf_of(j), pb = R == 3 ? j & 1 : b;
