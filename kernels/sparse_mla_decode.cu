@@ -292,32 +292,22 @@ static_assert(DSPARKCTL_WS_TAIL16 == 0 || DSPARKCTL_WS_TAIL16 == 1, "on or off")
 #endif
 static_assert(DSPARKCTL_WS_DH_DIRECT == 0 || DSPARKCTL_WS_DH_DIRECT == 1, "on or off");
 [[maybe_unused]] constexpr bool kWsDhDirect = DSPARKCTL_WS_DH_DIRECT == 1;
-// Session 39 candidate (DSPARKCTL_WS_DIRECT, off by default; prepared, not yet run on a GPU):
-// v67's stores from registers in the one-CTA WS kernel too, both warpgroups, for every call but
-// the 2-split cluster combine's (which reads the staged rows through the cluster): unsplit rows
-// as bf16 with v67's quad transpose, split calls' fp32 partials as 8-byte pieces (a quad's four
-// make one 32-byte sector of a row). Same values: bit for bit. Why: the staging writes and reads
-// back 128 KB of fp32 rows a CTA and adds a CTA barrier before the stores, which are already at
-// an SM's store ceiling (~25 B a cycle, bench/store_ceiling.cu); v67's halves saved ~720 cycles of
-// their 3,155 that way.
-#ifndef DSPARKCTL_WS_DIRECT
-#define DSPARKCTL_WS_DIRECT 0
-#endif
-static_assert(DSPARKCTL_WS_DIRECT == 0 || DSPARKCTL_WS_DIRECT == 1, "on or off");
-[[maybe_unused]] constexpr bool kWsDirect = DSPARKCTL_WS_DIRECT == 1;
-// Session 40 candidate (DSPARKCTL_WS_DH_RING3, off by default): the halves kernel (v66) with a
-// third KV buffer in Q's 64 KB. Warpgroup 0 (S, the mask and P; no O accumulators there) loads Q's
-// 32 k-steps into registers once (128 registers a thread; session 39's -DDSPARKCTL_WS_DH_QREG=32
-// measured that form bit for bit and ~150 cycles a tile slower in S) and runs S with A from
-// registers; Q's shared memory then holds buffer 2 of a 3-buffer ring (tile j in buffer j % 3).
-// Warpgroup 1 issues tile 2's copies as soon as warpgroup 0 has read Q, and tile j + 3's after
-// the consumers free tile j. Why: at DSpark T = 50 (valid 133: 3 tiles a CTA) v67's timeline has
-// tile 2's copies issued only after tile 0's P.V frees its buffer, so its copy, landing and
-// conversion (~3,500 cycles) and then its S lie on the CTA's critical path (sessions 38-40's
-// timelines: warpgroup 1 ~2,700 cycles a CTA waiting for tiles). Same operands, same order:
-// outputs bit for bit.
+// v68 (session 40; DSPARKCTL_WS_DH_RING3, on; =0 rebuilds v67, its SASS function for function):
+// the halves kernel (v66) with a third KV buffer in Q's 64 KB. Warpgroup 0 (S, the mask and P; no O
+// accumulators there) loads Q's 32 k-steps into registers once (128 registers a thread; session
+// 39's -DDSPARKCTL_WS_DH_QREG=32 form, bit for bit) and runs S with A from registers; Q's shared
+// memory then holds buffer 2 of a 3-buffer ring (tile j in buffer j % 3). Warpgroup 1 issues tile
+// 2's copies as soon as warpgroup 0 has read Q, and tile j + 3's after the consumers free tile j;
+// the producer prepares tile k's offsets after converting tile k - 2, as before. Why: v67 issued
+// tile 2's copies only after tile 0's P.V freed its buffer, so at DSpark T = 50 (3 tiles a CTA) the
+// producer waited ~1,600 cycles a tile for rows to land. Outputs bit for bit. H200, same call
+// (bench/results/kernel_h200_ws_dh_ring3/): DSpark T = 50 15.33 -> 15.17 us, best of 6 alternating
+// rounds (run3), 15.30 -> 15.18 of 4 (run2); the halves forced on 64 heads +1024 T = 8 (18 tiles a
+// CTA) 65.6 -> 61.3 us in the timeline build; every other row runs other kernels. (run1 prepared
+// tile 2's offsets before converting tile 0 and gained nothing: that delayed tile 0.) The one-CTA
+// WS kernels keep 2 buffers; their shared-memory layout moved 48 bytes (3 sets of tile barriers).
 #ifndef DSPARKCTL_WS_DH_RING3
-#define DSPARKCTL_WS_DH_RING3 0
+#define DSPARKCTL_WS_DH_RING3 1
 #endif
 static_assert(DSPARKCTL_WS_DH_RING3 == 0 || DSPARKCTL_WS_DH_RING3 == 1, "on or off");
 [[maybe_unused]] constexpr bool kWsDhRing3 = DSPARKCTL_WS_DH_RING3 == 1;
@@ -3308,33 +3298,13 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
     }
   };
   // DSPARKCTL_WS_DH_DIRECT (v67): an unsplit halves CTA's warpgroup 1 stores its bf16 rows from
-  // registers; DSPARKCTL_WS_DIRECT (candidate): so do the one-CTA kernel's warpgroups, at any split
-  // count but the cluster combine's 2 (fp32 partials then)
-  constexpr bool kDirect = DH ? kWsDhDirect : kWsDirect;
-  const bool direct = DH ? kWsDhDirect && num_splits == 1 : kWsDirect && !ws_cluster_combines(num_splits);
+  // registers (session 40 measured the same for the one-CTA kernel, -DDSPARKCTL_WS_DIRECT, and
+  // rejected it: bench/results/kernel_h200_ws_direct/)
+  constexpr bool kDirect = DH && kWsDhDirect;
+  const bool direct = kDirect && num_splits == 1;
   auto ws_store_direct = [&]() {
     cta_sync_divergent();  // ws_stage's barrier: warpgroup 0's factors are in sFact
     const Pow2Pair v_exp(e_run);
-    if constexpr (!DH && kWsDirect) {
-      if (num_splits > 1) {
-        // the fp32 partials, as ws_stage stages them and ws_write_rows copies them
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          const int row = wl * 16 + (lane >> 2) + 8 * i, hh = h0 + row;
-          const float f = sFact[row];
-          const float fn = v_exp(f);
-          float* wrow = p.ws_out + ((int64_t(t) * p.H + (hh < p.H ? hh : 0)) * num_splits + split) * kD + dblk * 256 + (lane & 3) * 2;
-          if (hh < p.H) {
-#pragma unroll
-            for (int jj = 0; jj < 32; ++jj) {
-              const float g = (dblk == 0 || jj < 24) ? fn : f;
-              *reinterpret_cast<float2*>(wrow + jj * 8) = make_float2(o[jj][2 * i] * g, o[jj][2 * i + 1] * g);
-            }
-          }
-        }
-        return;
-      }
-    }
     const int lo = lane & 1, hi = (lane >> 1) & 1;
     const int ra = wl * 16 + (lane >> 2);
     const float fa = sFact[ra], fb = sFact[ra + 8];  // rows a, a + 8: rope factors; nope: v_exp(f), as ws_stage's

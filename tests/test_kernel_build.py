@@ -164,7 +164,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     (-DDSPARKCTL_DEQ_SW_HALVES=0, -DDSPARKCTL_WS_LO_SPLIT16=0, sm_90a) and v65's
     (-DDSPARKCTL_WS_TAIL16=0, sm_90a) and v66's (-DDSPARKCTL_WS_DIMS_SPLIT=0, sm_90a) and session 38's
     candidate (-DDSPARKCTL_WS_DIMS_PARTIALS=1, sm_90a) and v67's (-DDSPARKCTL_WS_DH_DIRECT=0, sm_90a)
-    and session 39's candidate (-DDSPARKCTL_WS_DIRECT=1, sm_90a), as
+    and v68's (-DDSPARKCTL_WS_DH_RING3=0, sm_90a), as
     {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
     if build.find_nvcc() is None:
         pytest.skip("nvcc not installed: cannot compile-check CUDA")
@@ -206,7 +206,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_90a_no_ws_dims_split": ["-arch=sm_90a", "-DDSPARKCTL_WS_DIMS_SPLIT=0"],
         "sm_90a_ws_dims_partials": ["-arch=sm_90a", "-DDSPARKCTL_WS_DIMS_PARTIALS=1"],
         "sm_90a_no_ws_dh_direct": ["-arch=sm_90a", "-DDSPARKCTL_WS_DH_DIRECT=0"],
-        "sm_90a_ws_direct": ["-arch=sm_90a", "-DDSPARKCTL_WS_DIRECT=1"],
+        "sm_90a_no_ws_dh_ring3": ["-arch=sm_90a", "-DDSPARKCTL_WS_DH_RING3=0"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -342,9 +342,12 @@ def test_racecheck_build_differs_only_in_the_ws_hand_off(kernel_ptx: dict[str, d
     cannot race, none with a rendezvous or mbarriers), so the WS kernel is racechecked in a build
     where both hand-offs are bar.sync (bench/kernel_device_run.sh). That check covers the shipped
     kernel only if the two builds differ in exactly those instructions: the WS kernels' PTX is the
-    shipped PTX with its two bar.arrive (P ready, P free) as bar.sync, every other kernel equal."""
+    shipped PTX with its two bar.arrive (P ready, P free) as bar.sync, and v68's halves kernel's
+    third (Q free: warpgroup 0 has read Q into registers, so its region takes tile 2), every other
+    kernel equal."""
     for name, body, rc in _ws_kernels_of(kernel_ptx, "sm_90a_ws_racecheck_sync"):
-        assert body.count("bar.arrive") == 2 and "bar.arrive" not in rc, name
+        n = 3 if "_dims" in name else 2
+        assert body.count("bar.arrive") == n and "bar.arrive" not in rc, name
         assert rc == body.replace("bar.arrive", "bar.sync"), name
 
 
@@ -758,16 +761,33 @@ def test_ws_dh_direct_moves_only_the_halves_kernels_epilogue(kernel_ptx: dict[st
     assert cand[n].count("st.shared.v2.f32") == base[n].count("st.shared.v2.f32")  # the staging stays
 
 
-def test_ws_direct_candidate_moves_only_the_one_cta_ws_kernels(kernel_ptx: dict[str, dict[str, str]]) -> None:
-    """Session 39's prepared candidate (-DDSPARKCTL_WS_DIRECT=1, off): both warpgroups of the one-CTA
-    WS kernels store their rows from registers (bf16 rows through v67's quad transpose; split calls'
-    fp32 partials as 8-byte pieces), the 2-split cluster combine keeping the staging. Only those two
-    kernels move, with the same MMAs."""
-    base, cand = kernel_ptx["sm_90a"], kernel_ptx["sm_90a_ws_direct"]
+def _wgmma_m64n64_register_a(ptx: str) -> int:
+    """m64n64k16 wgmma whose A operand is a register vector (after the 32 accumulators), not a
+    shared-memory descriptor."""
+    return len(re.findall(r"m64n64k16\.f32\.(?:f16\.f16|bf16\.bf16)\s*\{[^}]*\},\s*\{", ptx))
+
+
+def test_ws_dh_ring3_moves_the_halves_kernels_q_and_its_ring(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """v68 (-DDSPARKCTL_WS_DH_RING3=0 rebuilds v67): the halves kernel's warpgroup 0 reads Q into
+    registers once (32 k-steps x 4 words) and runs S's 32 k-steps with A from registers, and Q's
+    region becomes the third buffer of the tile ring: 4 more mbarriers, one Q-free hand-off (an
+    arrive and a sync), warpgroup 1's copies of tile 2. The one-CTA WS kernels keep their code; only
+    their shared-memory offsets move (the layout's third set of tile barriers), so every counted
+    operation stays."""
+    base, cand = kernel_ptx["sm_90a_no_ws_dh_ring3"], kernel_ptx["sm_90a"]
     moved = {n for n in base if base[n] != cand[n]}
-    assert moved == {"sparse_mla_decode_ws_kernelILi16E", "sparse_mla_decode_ws_kernelILi8E"}, sorted(moved)
-    for n in moved:
-        assert cand[n].count("wgmma.mma_async") == base[n].count("wgmma.mma_async"), n
-        assert cand[n].count("shfl.sync.bfly") >= base[n].count("shfl.sync.bfly") + 64, n
-        assert base[n].count("st.global.v2.f32") == 0 < cand[n].count("st.global.v2.f32"), n
-        assert "barrier.cluster" in cand[n], n  # the 2-split cluster combine is still there
+    one_cta = {"sparse_mla_decode_ws_kernelILi16E", "sparse_mla_decode_ws_kernelILi8E"}
+    assert moved == one_cta | {"sparse_mla_decode_ws_kernel_dimsILi16E"}, sorted(moved)
+    ops = ("wgmma.mma_async", "mbarrier.init", "bar.arrive", "bar.sync", "cp.async.bulk.shared", "ld.shared", "st.shared")
+    for n in one_cta:
+        for op in ops:
+            assert cand[n].count(op) == base[n].count(op), (n, op)
+        assert _wgmma_m64n64_register_a(cand[n]) == _wgmma_m64n64_register_a(base[n]), n
+    n = "sparse_mla_decode_ws_kernel_dimsILi16E"
+    assert cand[n].count("wgmma.mma_async") == base[n].count("wgmma.mma_async")  # same MMAs, S's A moved
+    assert _wgmma_m64n64_register_a(cand[n]) == _wgmma_m64n64_register_a(base[n]) + 32
+    assert cand[n].count("ld.shared.u32") == base[n].count("ld.shared.u32") + 128  # Q, once
+    assert cand[n].count("mbarrier.init") == base[n].count("mbarrier.init") + 4
+    assert cand[n].count("bar.arrive") == base[n].count("bar.arrive") + 1
+    assert cand[n].count("bar.sync") == base[n].count("bar.sync") + 1
+    assert cand[n].count("cp.async.bulk.shared") == base[n].count("cp.async.bulk.shared") + 1
