@@ -2726,19 +2726,20 @@ __device__ __forceinline__ void ws_cluster_combine(const SparseMlaParams& p, con
 // (ws_stage): with the staging after the role branches, where both warpgroups' O accumulators
 // meet, it serialised every wgmma of the kernel and spilled. Same operands and k order per output
 // element as the two n32 instructions.
+// (S's 32 accumulators as asm operands %0-%31, for ws_s64 and ws_s64_ra; d = &s[0][0])
+#define DSPARKCTL_S64_ACC "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+#define DSPARKCTL_S64_D " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
 template <bool BF16>
 __device__ __forceinline__ void ws_s64(float (&s)[8][4], uint64_t dq, uint64_t dk) {
 #if DSPARKCTL_WGMMA
   float* d = &s[0][0];
-#define DSPARKCTL_S64_ACC "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-#define DSPARKCTL_S64_ARGS " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n" : DSPARKCTL_S64_ACC : "l"(dq), "l"(dk), "r"(1)
+#define DSPARKCTL_S64_ARGS DSPARKCTL_S64_D "%32, %33, p, 1, 1, 0, 0;\n}\n" : DSPARKCTL_S64_ACC : "l"(dq), "l"(dk), "r"(1)
   if constexpr (BF16) {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\nwgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16" DSPARKCTL_S64_ARGS);
   } else {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\nwgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16" DSPARKCTL_S64_ARGS);
   }
 #undef DSPARKCTL_S64_ARGS
-#undef DSPARKCTL_S64_ACC
 #endif
 }
 
@@ -2748,8 +2749,7 @@ template <bool BF16>
 [[maybe_unused]] __device__ __forceinline__ void ws_s64_ra(float (&s)[8][4], const uint32_t (&a)[4], uint64_t dk) {
 #if DSPARKCTL_WGMMA
   float* d = &s[0][0];
-#define DSPARKCTL_S64_ACC "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-#define DSPARKCTL_S64_ARGS " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n" : DSPARKCTL_S64_ACC : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(dk), "r"(1)
+#define DSPARKCTL_S64_ARGS DSPARKCTL_S64_D "{%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n" : DSPARKCTL_S64_ACC : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(dk), "r"(1)
   if constexpr (BF16) {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\nwgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16" DSPARKCTL_S64_ARGS);
   } else {
@@ -2757,6 +2757,7 @@ template <bool BF16>
   }
 #undef DSPARKCTL_S64_ARGS
 #undef DSPARKCTL_S64_ACC
+#undef DSPARKCTL_S64_D
 #endif
 }
 

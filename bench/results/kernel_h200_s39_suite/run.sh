@@ -3,11 +3,12 @@
 # session 38's full run, bench/results/kernel_h200_v66_full/): the kernel's GPU tests on the default
 # build (config 7's cases included, which session 38 added after its last GPU call), then the
 # whole of bench/gpu_suite.sh with SGLang's wheels carried (.dev/devwheels: the route / install GPU
-# tests, skipped in session 38's full run for want of them). Packs $OUT/r.tgz.
+# tests, skipped in session 38's full run for want of them). Packs $OUT/r.tgz. (SUITE_TMP: its scratch
+# folder; session 40's run.sh calls this one.)
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 export PYTHONUNBUFFERED=1
-F=/tmp/s39; rm -rf $F; mkdir -p $F/suite
+F=${SUITE_TMP:-/tmp/s39}; rm -rf $F; mkdir -p $F/suite
 t0=$(date +%s)
 PYTHONPATH=$PWD timeout 150 python3 bench/build_kernel.py sm_90a /tmp/kdef $F/build.log > /dev/null || { echo BUILD FAILED; tail -20 $F/build.log; }
 PYTHONPATH=$PWD DSPARKCTL_KERNEL_SO=/tmp/kdef/dsparkctl_sparse_mla_sm_90a.so timeout 150 python3 -m pytest tests/test_kernel_gpu.py \
