@@ -162,6 +162,10 @@ int main(int argc, char** argv) {
   static unsigned long long zeros_comb[dsparkctl::kTlMaxCtas][4];
   CK(cudaMemcpyToSymbol(dsparkctl::g_tl_main, zeros_main, sizeof(zeros_main)));
   CK(cudaMemcpyToSymbol(dsparkctl::g_tl_combine, zeros_comb, sizeof(zeros_comb)));
+#ifdef DSPARKCTL_TL_EVENTS
+  static unsigned long long zeros_ev[dsparkctl::kTlMaxCtas][dsparkctl::kTlEvTiles * dsparkctl::kTlEvKinds];
+  CK(cudaMemcpyToSymbol(dsparkctl::g_tl_ev, zeros_ev, sizeof(zeros_ev)));
+#endif
   CK(dsparkctl::sparse_mla_decode_launch(p, plan, st));
   CK(cudaStreamSynchronize(st));
   static unsigned long long tm[dsparkctl::kTlMaxCtas][dsparkctl::kTlSlots];
@@ -214,6 +218,30 @@ int main(int argc, char** argv) {
   std::printf(", \"phase_cycles\": {");
   for (int i = 0; i < kPhases + 2; ++i)
     std::printf("%s\"%s\": [%.0f, %.0f]", i ? ", " : "", names[i], median(ph[i]), *std::max_element(ph[i].begin(), ph[i].end()));
-  std::printf("}}\n");
+  std::printf("}");
+#ifdef DSPARKCTL_TL_EVENTS
+  // -DDSPARKCTL_TL_EVENTS (WS kernels): the median-duration CTA's per-tile points, SM cycles since
+  // its entry ("tile_events": {point: [tile 0, 1, ...]}, 0 = not reached), with its Q-ready, staged
+  // and written marks for the same CTA
+  {
+    static unsigned long long ev[dsparkctl::kTlMaxCtas][dsparkctl::kTlEvTiles * dsparkctl::kTlEvKinds];
+    CK(cudaMemcpyFromSymbol(ev, dsparkctl::g_tl_ev, sizeof(ev)));
+    std::vector<std::pair<unsigned long long, int>> by_dur;
+    for (int c = 0; c < ctas; ++c) by_dur.emplace_back(tm[c][1] - tm[c][0], c);
+    std::sort(by_dur.begin(), by_dur.end());
+    const int c = by_dur[by_dur.size() / 2].second;
+    static const char* ev_names[dsparkctl::kTlEvKinds] = {"wg0.ready", "wg0.S", "wg0.mask", "wg0.Pfree", "wg0.P",
+                                                          "wg1.ready", "wg1.PV", "wg1.copies", "prod.landed", "prod.published"};
+    std::printf(", \"tile_events\": {\"cta\": %d, \"tiles\": %llu, \"q_ready_at\": %llu, \"staged_at\": %llu, \"written_at\": %llu",
+                c, tm[c][3], tm[c][21], tm[c][22], tm[c][23]);
+    for (int k = 0; k < dsparkctl::kTlEvKinds; ++k) {
+      std::printf(", \"%s\": [", ev_names[k]);
+      for (int j = 0; j < dsparkctl::kTlEvTiles; ++j) std::printf("%s%llu", j ? ", " : "", ev[c][j * dsparkctl::kTlEvKinds + k]);
+      std::printf("]");
+    }
+    std::printf("}");
+  }
+#endif
+  std::printf("}\n");
   return 0;
 }

@@ -9,11 +9,15 @@ With --tiles: every role's phases per tile (the median CTA's sums over its tiles
 so the three roles' loops can be laid side by side (session 32: where a tile's ~5,900 cycles go).
 --tiles-split-pv: the same for -DDSPARKCTL_TL_SPLIT_PV builds, whose slots 13-14 hold warpgroup 1's
 P.V split into issue and wgmma wait instead of the producer's first two phases.
+With --events: a -DDSPARKCTL_TL_EVENTS build's per-tile points of the median CTA (SM cycles since
+its entry; session 40), one line a tile, then its Q-ready, staged and written marks, so each
+role's chain can be read tile by tile: when the producer published the tile, when warpgroup 0
+handed its P over, when warpgroup 1's P.V of it ended.
 A phase that ends at a named barrier (bar.sync) reads short: ptxas emits BAR.SYNC.DEFER_BLOCKING and
 the next clock read issues before the barrier releases, so that wait lands in the following phase
 (session 32: warpgroup 1's P-ready wait shows up in its P.V, warpgroup 0's P-free wait in its P).
 
-    python bench/ws_timeline_summary.py [--marks | --tiles | --tiles-split-pv] LABEL=FILE.jsonl [...]
+    python bench/ws_timeline_summary.py [--marks | --tiles | --tiles-split-pv | --events] LABEL=FILE.jsonl [...]
 """
 
 from __future__ import annotations
@@ -102,8 +106,31 @@ def tile_lines(label: str, text: str, roles: tuple = ROLES) -> list[str]:
     return out
 
 
+# the -DDSPARKCTL_TL_EVENTS points (bench/kernel_timeline.cu's "tile_events"), in each tile's order
+EVENTS = ("prod.landed", "prod.published", "wg0.ready", "wg0.S", "wg0.mask", "wg0.Pfree", "wg0.P", "wg1.ready",
+          "wg1.PV", "wg1.copies")
+
+
+def event_lines(label: str, text: str) -> list[str]:
+    """One line per tile the median CTA ran (of the recorded ones), its points in cycles since
+    entry, then a line of its Q-ready, staged and written marks; a record without events (a build
+    without -DDSPARKCTL_TL_EVENTS) gets one line saying so."""
+    out = []
+    for a in _records(text):
+        ev = a.get("tile_events")
+        if ev is None:
+            out.append(_line(label, a, (), [("events", "none (build with -DDSPARKCTL_TL_EVENTS)")]))
+            continue
+        n = min(int(ev["tiles"]), len(ev[EVENTS[0]]))
+        for j in range(n):
+            out.append(_line(label, a, (), [("tile", j)] + [(k, ev[k][j]) for k in EVENTS]))
+        out.append(_line(label, a, (), [("cta", ev["cta"]), ("tiles", ev["tiles"]), ("q_ready_at", ev["q_ready_at"]),
+                                        ("staged_at", ev["staged_at"]), ("written_at", ev["written_at"])]))
+    return out
+
+
 def main(argv: list[str]) -> int:
-    modes = {"--marks": mark_lines, "--tiles": tile_lines,
+    modes = {"--marks": mark_lines, "--tiles": tile_lines, "--events": event_lines,
              "--tiles-split-pv": lambda label, text: tile_lines(label, text, ROLES_SPLIT_PV)}
     mode = argv[0] if argv and argv[0] in modes else ""
     if mode:

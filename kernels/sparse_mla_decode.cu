@@ -119,6 +119,27 @@ __device__ __forceinline__ unsigned long long tl_globaltimer() {
 #define DSPARKCTL_WS_TL_T0 const unsigned long long ws_t0 = clock64();
 #define DSPARKCTL_WS_TL_ABS(slot) \
   if (threadIdx.x == 0 && DSPARKCTL_WS_TL_CTA < kTlMaxCtas) g_tl_main[DSPARKCTL_WS_TL_CTA][slot] = clock64() - ws_t0;
+#ifdef DSPARKCTL_TL_EVENTS
+// (session 40, timeline builds with -DDSPARKCTL_TL_EVENTS only) each WS role's lead thread records
+// the SM cycles since the kernel's entry at which tile j (< kTlEvTiles) passed each point
+// (WsEvent), so the roles' chains can be laid side by side tile by tile: the phase sums above
+// cannot say which chain binds, since a phase that ends at a named barrier holds the wait in the
+// next phase. A point right after a bar.sync reads early (the clock read issues before the barrier
+// releases), so the events sit after mbarrier waits, wgmma waits and arrives.
+constexpr int kTlEvTiles = 4;
+enum WsEvent : int {
+  kEvWg0Ready, kEvWg0S, kEvWg0Mask, kEvWg0PFree, kEvWg0P,  // warpgroup 0: tile ready, S, mask, P free, P handed off
+  kEvWg1Ready, kEvWg1PV, kEvWg1Copies,                     // warpgroup 1: tile ready, P.V done (and P freed), copies
+  kEvProdLanded, kEvProdPublished,                         // producer: rows landed, tile converted and published
+  kTlEvKinds
+};
+__device__ unsigned long long g_tl_ev[kTlMaxCtas][kTlEvTiles * kTlEvKinds];
+#define DSPARKCTL_WS_EV(lead, j, ev)                                                   \
+  if ((lead) && (j) < kTlEvTiles && DSPARKCTL_WS_TL_CTA < kTlMaxCtas)                  \
+    g_tl_ev[DSPARKCTL_WS_TL_CTA][(j) * kTlEvKinds + (ev)] = clock64() - ws_t0;
+#else
+#define DSPARKCTL_WS_EV(lead, j, ev)
+#endif
 #else
 constexpr int kTlSmemBytes = 0;
 #define DSPARKCTL_TL_BEGIN(smem_tl)
@@ -131,6 +152,10 @@ constexpr int kTlSmemBytes = 0;
 #define DSPARKCTL_WS_TL_STORE_AT(lead, i, slot)
 #define DSPARKCTL_WS_TL_T0
 #define DSPARKCTL_WS_TL_ABS(slot)
+#define DSPARKCTL_WS_EV(lead, j, ev)
+#endif
+#if defined(DSPARKCTL_TL_EVENTS) && !defined(DSPARKCTL_TIMELINE)
+#error "DSPARKCTL_TL_EVENTS is a timeline build's option: add -DDSPARKCTL_TIMELINE"
 #endif
 
 // v52, NOPE_P_HILO (on; -DDSPARKCTL_NOPE_P_HILO=0 builds v51's single pass for A/Bs): the main
@@ -3087,6 +3112,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       if constexpr (VEC == 16) mbar_wait(&rawbar[b], R == 3 ? phase_of(it - tile_begin) : uint32_t((it - tile_begin) >> 1) & 1u);
       nbar_sync(kWsProducer, kWsProducerThreads);  // every thread's copies of the tile have landed
       DSPARKCTL_WS_TL(1);  // tile landed
+      DSPARKCTL_WS_EV(pt == 0, it - tile_begin, kEvProdLanded)
       tile_max(b, q);
       const uint8_t* base = R == 3 ? kv_buf(b) : smem + W::OFF_KV + b * W::TILE;
       __nv_bfloat16* sKV = kv_tile(b);
@@ -3121,6 +3147,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
         fence_proxy_async_smem();
         mbar_arrive(&full[b]);
         DSPARKCTL_WS_TL(3);
+        DSPARKCTL_WS_EV(pt == 0, it - tile_begin, kEvProdPublished)
         return;
       }
       uint4 raw[UPT][2];
@@ -3156,6 +3183,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       DSPARKCTL_WS_TL(6);  // the tile max and the raw reads (timeline slot 20)
       store_tile(b, q, sKV, raw, rope);
       DSPARKCTL_WS_TL(3);  // converted, stored, published
+      DSPARKCTL_WS_EV(pt == 0, it - tile_begin, kEvProdPublished)
     };
     if constexpr (kWsConsumerCopies) {
       // v37: the producer copies tiles 0 and 1 (both buffers start free); tile j >= 2 is copied by
@@ -3372,6 +3400,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       const int j = it - tile_begin, b = buf_of(j), pb = R == 3 ? j & 1 : b;
       mbar_wait(&full[b], phase_of(j));
       DSPARKCTL_WS_TL(0);  // tile ready
+      DSPARKCTL_WS_EV(tid == 0, j, kEvWg0Ready)
       const bool t16 = tail16(it);  // kWsTail16: P and P.V over candidates 0-15 only
       const int e_tile = sEtile[b];
       const int e_new = e_run > e_tile ? e_run : e_tile;
@@ -3403,6 +3432,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       wgmma_commit_wait();
       if constexpr (DH) mbar_arrive(&empty[b]);  // DH: no P.V here, so S was this warpgroup's last read of the tile
       DSPARKCTL_WS_TL(1);  // S
+      DSPARKCTL_WS_EV(tid == 0, j, kEvWg0S)
       // scale (base 2), mask (a select: invalid candidates' rows are zeros, but stay out), row max
       float rmax[2] = {-INFINITY, -INFINITY};
 #pragma unroll
@@ -3434,8 +3464,10 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       const float v_shift = pow2i(e_run - e_new);
       e_run = e_new;
       DSPARKCTL_WS_TL(2);  // mask, row max
+      DSPARKCTL_WS_EV(tid == 0, j, kEvWg0Mask)
       if (j > 0) nbar_sync(kWsPFree, kCT);  // warpgroup 1's P.V of the previous tile is done with P
       DSPARKCTL_WS_TL(3);  // P free
+      DSPARKCTL_WS_EV(tid == 0, j, kEvWg0PFree)
       float rsum[2] = {0.f, 0.f};
       // WS_NOPE_P_HILO: the lo parts, fp16 for this warpgroup's lo pass (register A) and e4m3 for
       // warpgroup 1's: word n of thread x at [n][x] (rows lane / 4 (+ 8) in its low (high) half,
@@ -3479,6 +3511,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       fence_proxy_async_smem();
       ws_handoff(kWsPReady, kCT);
       DSPARKCTL_WS_TL(4);  // P
+      DSPARKCTL_WS_EV(tid == 0, j, kEvWg0P)
       if constexpr (DH) {
         DSPARKCTL_WS_TL(5);
         continue;  // warpgroup 1 runs the P.V of this CTA's dims
@@ -3541,6 +3574,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
     for (int it = tile_begin; it < tile_end; ++it) {
       const int j = it - tile_begin, b = buf_of(j), pb = R == 3 ? j & 1 : b;
       mbar_wait(&full[b], phase_of(j));
+      DSPARKCTL_WS_EV(tid == 128, j, kEvWg1Ready)
       nbar_sync(kWsPReady, kCT);
       DSPARKCTL_WS_TL(0);  // tile and P ready
       const bool t16 = tail16(it);  // kWsTail16: P.V over candidates 0-15 only
@@ -3619,6 +3653,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       if (it + 1 < tile_end) ws_handoff(kWsPFree, kCT);
       mbar_arrive(&empty[b]);
       DSPARKCTL_WS_TL(1);  // P.V (dims 256-511)
+      DSPARKCTL_WS_EV(tid == 128, j, kEvWg1PV)
       if (kWsConsumerCopies && it + R < tile_end) {
         // v37: tile j + R into this buffer once warpgroup 0 is done with tile j too (R = 3: offs[b]'s
         // first phase is tile b's for b = 2, tile b + 3's for b < 2)
@@ -3627,6 +3662,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
         ws_copies(it + R, wl);
       }
       DSPARKCTL_WS_TL(2);  // copies of tile j + 2 issued
+      DSPARKCTL_WS_EV(tid == 128, j, kEvWg1Copies)
     }
     DSPARKCTL_WS_TL_STORE(tid == 128, 11, 2)
     DSPARKCTL_WS_TL_STORE_AT(tid == 128, 2, 19)

@@ -164,7 +164,8 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     (-DDSPARKCTL_DEQ_SW_HALVES=0, -DDSPARKCTL_WS_LO_SPLIT16=0, sm_90a) and v65's
     (-DDSPARKCTL_WS_TAIL16=0, sm_90a) and v66's (-DDSPARKCTL_WS_DIMS_SPLIT=0, sm_90a) and session 38's
     candidate (-DDSPARKCTL_WS_DIMS_PARTIALS=1, sm_90a) and v67's (-DDSPARKCTL_WS_DH_DIRECT=0, sm_90a)
-    and v68's (-DDSPARKCTL_WS_DH_RING3=0, sm_90a), as
+    and v68's (-DDSPARKCTL_WS_DH_RING3=0, sm_90a), and session 40's per-tile timeline points
+    (-DDSPARKCTL_TIMELINE -DDSPARKCTL_TL_EVENTS, sm_90a), as
     {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
     if build.find_nvcc() is None:
         pytest.skip("nvcc not installed: cannot compile-check CUDA")
@@ -207,6 +208,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_90a_ws_dims_partials": ["-arch=sm_90a", "-DDSPARKCTL_WS_DIMS_PARTIALS=1"],
         "sm_90a_no_ws_dh_direct": ["-arch=sm_90a", "-DDSPARKCTL_WS_DH_DIRECT=0"],
         "sm_90a_no_ws_dh_ring3": ["-arch=sm_90a", "-DDSPARKCTL_WS_DH_RING3=0"],
+        "sm_90a_tl_events": ["-arch=sm_90a", "-DDSPARKCTL_TIMELINE", "-DDSPARKCTL_TL_EVENTS"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -797,3 +799,18 @@ def test_ws_dh_ring3_moves_the_halves_kernels_q_and_its_ring(kernel_ptx: dict[st
     assert cand[n].count("bar.arrive") == base[n].count("bar.arrive") + 1
     assert cand[n].count("bar.sync") == base[n].count("bar.sync") + 1
     assert cand[n].count("cp.async.bulk.shared") == base[n].count("cp.async.bulk.shared") + 1
+
+
+def test_tl_events_build_adds_points_to_the_ws_kernels_only(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """Session 40's -DDSPARKCTL_TL_EVENTS (a timeline build's option): the three WS kernels' lead
+    threads store per-tile points into g_tl_ev; every other kernel is the timeline build's, and the
+    WS kernels keep their MMAs and barriers (the points are clock reads and stores only)."""
+    base, ev = kernel_ptx["sm_90a_tl"], kernel_ptx["sm_90a_tl_events"]
+    moved = {n for n in base if base[n] != ev[n]}
+    assert moved == {"sparse_mla_decode_ws_kernelILi16E", "sparse_mla_decode_ws_kernelILi8E",
+                     "sparse_mla_decode_ws_kernel_dimsILi16E"}, sorted(moved)
+    for n in moved:
+        assert "g_tl_ev" in ev[n] and "g_tl_ev" not in base[n], n
+        for op in ("wgmma.mma_async", "bar.sync", "bar.arrive", "mbarrier.try_wait", "cp.async.bulk.shared"):
+            assert ev[n].count(op) == base[n].count(op), (n, op)
+        assert ev[n].count("clock64") > base[n].count("clock64"), n

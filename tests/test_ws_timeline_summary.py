@@ -98,3 +98,26 @@ def test_tiles_split_pv_mode_reads_warpgroup_1s_split_slots(capsys: pytest.Captu
     assert plain["wg1.PV"] == split["wg1.rest"]  # the plain reading: warpgroup 1's "P.V" is only its hand-offs
     assert tool.main(["--tiles-split-pv", f"v53={path}"]) == 0
     assert " wg1.issue " in capsys.readouterr().out
+
+
+def test_events_mode_prints_each_tiles_points_in_order(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """--events on a line of bench/kernel_timeline.cu's -DDSPARKCTL_TL_EVENTS format (synthetic: no
+    device run of that build yet): one line per tile the CTA ran (not per recorded slot), points in
+    the producer -> warpgroup 0 -> warpgroup 1 order, then the CTA's marks; a record without
+    events says how to get them."""
+    tool = load("ws_timeline_summary")
+    ev = {k: [1000 * (i + 1) + j for j in range(4)] for i, k in enumerate(tool.EVENTS)}
+    ev |= {"cta": 7, "tiles": 3, "q_ready_at": 8000, "staged_at": 23000, "written_at": 25000}
+    rec = {"H": 64, "extra": 0, "T": 50, "stream_us_per_call": 15.2, "tile_events": ev}
+    plain = {"H": 64, "extra": 0, "T": 50, "stream_us_per_call": 15.2}
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps(rec) + "\n" + json.dumps(plain) + "\n")
+    got = tool.event_lines("r3", path.read_text())
+    assert len(got) == 3 + 1 + 1
+    assert got[0].startswith("r3 64 0 50 us 15.2 tile 0 prod.landed 1000 prod.published 2000 wg0.ready 3000 ")
+    assert got[2].endswith("wg1.PV 9002 wg1.copies 10002")
+    assert got[3] == "r3 64 0 50 us 15.2 cta 7 tiles 3 q_ready_at 8000 staged_at 23000 written_at 25000"
+    assert "DSPARKCTL_TL_EVENTS" in got[4]
+    assert tool.main(["--events", f"r3={path}"]) == 0
+    assert capsys.readouterr().out.splitlines() == got
+    assert tool.main(["--events"]) == 2
