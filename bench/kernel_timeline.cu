@@ -226,10 +226,10 @@ int main(int argc, char** argv) {
   {
     static unsigned long long ev[dsparkctl::kTlMaxCtas][dsparkctl::kTlEvTiles * dsparkctl::kTlEvKinds];
     CK(cudaMemcpyFromSymbol(ev, dsparkctl::g_tl_ev, sizeof(ev)));
-    std::vector<std::pair<unsigned long long, int>> by_dur;
-    for (int c = 0; c < ctas; ++c) by_dur.emplace_back(tm[c][1] - tm[c][0], c);
-    std::sort(by_dur.begin(), by_dur.end());
-    const int c = by_dur[by_dur.size() / 2].second;
+    std::vector<int> by_dur(ctas);  // CTA indices by duration (dur, above)
+    for (int i = 0; i < ctas; ++i) by_dur[i] = i;
+    std::sort(by_dur.begin(), by_dur.end(), [&](int x, int y) { return dur[x] < dur[y]; });
+    const int c = by_dur[by_dur.size() / 2];
     static const char* ev_names[dsparkctl::kTlEvKinds] = {"wg0.ready", "wg0.S", "wg0.mask", "wg0.Pfree", "wg0.P",
                                                           "wg1.ready", "wg1.PV", "wg1.copies", "prod.landed", "prod.published"};
     std::printf(", \"tile_events\": {\"cta\": %d, \"tiles\": %llu, \"q_ready_at\": %llu, \"staged_at\": %llu, \"written_at\": %llu",

@@ -82,6 +82,15 @@ def test_phase_timeline_harness_compiles(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(build.find_nvcc() is None, reason="nvcc not installed: cannot compile-check CUDA")
+def test_phase_timeline_harness_compiles_with_tile_events(tmp_path: Path) -> None:
+    """Session 40's -DDSPARKCTL_TL_EVENTS (bench/results/kernel_h200_ws_events/run1.sh builds it):
+    the harness reads the per-tile points back and prints them as "tile_events"."""
+    data = _compile_bench_cu("kernel_timeline.cu", tmp_path / "timeline_ev", "-DDSPARKCTL_TIMELINE",
+                             "-DDSPARKCTL_TL_EVENTS")
+    assert b"g_tl_ev" in data and b"tile_events" in data
+
+
+@pytest.mark.skipif(build.find_nvcc() is None, reason="nvcc not installed: cannot compile-check CUDA")
 def test_cluster_occupancy_probe_compiles(tmp_path: Path) -> None:
     """bench/cluster_occupancy.cu asks the runtime how many clusters of the WS kernel fit at once
     (the fact behind session 28's rejected cluster combines); it reaches into the kernel source
