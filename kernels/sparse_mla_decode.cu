@@ -140,6 +140,16 @@ __device__ unsigned long long g_tl_ev[kTlMaxCtas][kTlEvTiles * kTlEvKinds];
 #else
 #define DSPARKCTL_WS_EV(lead, j, ev)
 #endif
+// (session 41, with -DDSPARKCTL_TL_EVENTS -DDSPARKCTL_TL_PROLOGUE only) points of the WS prologue in
+// tile 3's event slots (a diagnostic for calls of at most 3 tiles a CTA: DSpark T = 50), kind k:
+// thread 0 0 Q's loads issued, 1 Q landed (every consumer), 2 Q converted and stored, 3 the proxy
+// fence, 4 the consumers' barrier, 5 warpgroup 0's register increase; the producer's first thread
+// 6 its register decrease, 7 tile 0's copies issued, 8 tile 1's; thread 0 9 past griddepcontrol.wait
+#if defined(DSPARKCTL_TL_EVENTS) && defined(DSPARKCTL_TL_PROLOGUE)
+#define DSPARKCTL_WS_PRO(lead, k) DSPARKCTL_WS_EV(lead, 3, k)
+#else
+#define DSPARKCTL_WS_PRO(lead, k)
+#endif
 #else
 constexpr int kTlSmemBytes = 0;
 #define DSPARKCTL_TL_BEGIN(smem_tl)
@@ -153,6 +163,7 @@ constexpr int kTlSmemBytes = 0;
 #define DSPARKCTL_WS_TL_T0
 #define DSPARKCTL_WS_TL_ABS(slot)
 #define DSPARKCTL_WS_EV(lead, j, ev)
+#define DSPARKCTL_WS_PRO(lead, k)
 #endif
 #if defined(DSPARKCTL_TL_EVENTS) && !defined(DSPARKCTL_TIMELINE)
 #error "DSPARKCTL_TL_EVENTS is a timeline build's option: add -DDSPARKCTL_TIMELINE"
@@ -352,6 +363,17 @@ static_assert(DSPARKCTL_WS_DH_PP == 0 || DSPARKCTL_WS_DH_PP == 1, "on or off");
 [[maybe_unused]] constexpr bool kWsDhPP = DSPARKCTL_WS_DH_PP == 1;
 // its registers: both consumer warpgroups alike (O's 128 accumulators, S's 32, P's fragments), the
 // producer the rest of the launch's 3 x 168
+// (session 41, DSPARKCTL_WS_DH_Q_NOFENCE, off: a candidate) v68's halves kernel reads Q from shared
+// memory only by ordinary loads (warpgroup 0's register copy), so the proxy fence between Q's stores
+// and the consumers' barrier orders nothing the tensor cores read; it goes, and warpgroup 1 fences its
+// own Q stores before it copies tile 2 over them (warpgroup 0's fence before the Q-free hand-off
+// covers its own). Why: session 41's prologue points (DSPARKCTL_TL_PROLOGUE) put Q in shared memory
+// at about the time the first tiles' rows land.
+#ifndef DSPARKCTL_WS_DH_Q_NOFENCE
+#define DSPARKCTL_WS_DH_Q_NOFENCE 0
+#endif
+static_assert(DSPARKCTL_WS_DH_Q_NOFENCE == 0 || DSPARKCTL_WS_DH_Q_NOFENCE == 1, "on or off");
+[[maybe_unused]] constexpr bool kWsDhQNoFence = DSPARKCTL_WS_DH_Q_NOFENCE == 1;
 #ifndef DSPARKCTL_WS_PP_REGS
 #define DSPARKCTL_WS_PP_REGS 200
 #endif
@@ -2961,6 +2983,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   const int sb = int((int64_t(ntf) * split) / num_splits);
   const int se = int((int64_t(ntf) * (split + 1)) / num_splits);
   asm volatile("griddepcontrol.wait;" ::: "memory");  // v23: no global access before this
+  DSPARKCTL_WS_PRO(tid == 0, 9)
   const ValidTiles<BN> vt(p, t, ntf_m, sb, se);
   const int tile_begin = vt.begin;
   const int tile_end = vt.end;
@@ -3013,6 +3036,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
     // one tile in flight, a gather latency per tile; session 26's register loads one tile ahead,
     // bench/results/kernel_h200_v44_ldg/, were slower.)
     setmaxnreg_dec<kPP ? 3 * W::REGS_LAUNCH - 2 * DSPARKCTL_WS_PP_REGS : W::REGS_PRODUCER>();
+    DSPARKCTL_WS_PRO(tid == 256, 6)
     DSPARKCTL_WS_TL_DECL
     const int pt = tid - 256;
     constexpr int NCPC = kDN / VEC, RCPC = (kRowBytes - kDN) / VEC;
@@ -3227,6 +3251,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       // cycles a tile, v36) sits in the producer's loop, and the producer never waits for a buffer.
       for (int it = tile_begin; it < tile_end && it < tile_begin + 2; ++it) {
         issue(it);
+        DSPARKCTL_WS_PRO(tid == 256, 7 + it - tile_begin)
         DSPARKCTL_WS_TL(0);  // copies issued
       }
       for (int it = tile_begin; it < tile_end; ++it) {
@@ -3289,9 +3314,11 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   using QR = QRows<M>;
   uint4 qv[QR::QN];
   typename QR::Src(p, t, h0, tid).load(qv);
+  DSPARKCTL_WS_PRO(tid == 0, 0)
   const bool q_nope_col = (tid % (kD / 8)) < kDN / 8;
   const bool q_slow = nbar_or(kWsConsumers, kCT, QR::odd(qv, q_nope_col) != 0);
   DSPARKCTL_WS_TL_ABS(25);
+  DSPARKCTL_WS_PRO(tid == 0, 1)
   int q_shift[2] = {0, 0};  // warpgroup 0: its two S rows' Q shift
   if (q_slow) {
 #pragma unroll
@@ -3321,8 +3348,11 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
     }
     *reinterpret_cast<uint4*>(sQ + sw128_off<M>(r, (tid % (kD / 8)) * 8)) = v;
   }
-  fence_proxy_async_smem();
+  DSPARKCTL_WS_PRO(tid == 0, 2)
+  if constexpr (!(kWsDhQNoFence && R == 3)) fence_proxy_async_smem();
+  DSPARKCTL_WS_PRO(tid == 0, 3)
   nbar_sync(kWsConsumers, kCT);  // Q in place for warpgroup 0's S
+  DSPARKCTL_WS_PRO(tid == 0, 4)
 
   const float scale_log2 = p.sm_scale * kLog2e;
   float o[32][4];  // dims 256 wg + 8 j (+ 2 (lane % 4) + c % 2), rows 16 wl + lane / 4 (+ 8 (c / 2))
@@ -3620,6 +3650,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   } else if (wg == 0) {
     setmaxnreg_inc<W::REGS_S>();
     DSPARKCTL_WS_TL_ABS(21);
+    DSPARKCTL_WS_PRO(tid == 0, 5)
     DSPARKCTL_WS_TL_DECL
     const uint64_t dq = wgmma_desc_sw128(sQ);
     // DSPARKCTL_WS_DH_RING3: Q's 32 k-steps as A fragments (rows 16 wl + lane / 4 (+ 8), dims
@@ -3809,6 +3840,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
     if constexpr (R == 3) {
       // tile 2 into Q's region once warpgroup 0 holds Q in registers (tiles 0 and 1: the producer)
       nbar_sync(kWsQFree, kCT);
+      if constexpr (kWsDhQNoFence) fence_proxy_async_smem();  // this warpgroup's Q stores, before copies over them
       if (tile_begin + 2 < tile_end) {
         mbar_wait(&offs[2], 0u);
         ws_copies(tile_begin + 2, wl);
