@@ -385,19 +385,6 @@ static_assert(DSPARKCTL_WS_DH_Q_NOFENCE == 0 || DSPARKCTL_WS_DH_Q_NOFENCE == 1, 
 #endif
 static_assert(DSPARKCTL_WS_Q_LEAN == 0 || DSPARKCTL_WS_Q_LEAN == 1, "on or off");
 [[maybe_unused]] constexpr bool kWsQLean = DSPARKCTL_WS_Q_LEAN == 1;
-// (session 41, DSPARKCTL_WS_DH_LATE_PREP, off: a candidate) v68's producer, on a chain of 3 tiles, converts
-// tile 1 right after tile 0 and prepares tile 2 after that (longer chains keep v68's order: their tile
-// 3 needs its offsets early, and a second prep right after tile 2's would wait for its id load).
-// Why: session 41's per-tile events of v68 at DSpark T = 50 have tile 0's P taking ~2,470 cycles
-// against ~1,540 for tile 1's, while the producer converts tile 1 beside it; converted first, tile
-// 1's conversion runs beside tile 0's S (tensor work) instead. Tile 2's copies wait for its prep
-// (~1,100 cycles later than v68's), which the events say has slack at 3 tiles a CTA (tile 2 published
-// ~15,300, needed ~20,500).
-#ifndef DSPARKCTL_WS_DH_LATE_PREP
-#define DSPARKCTL_WS_DH_LATE_PREP 0
-#endif
-static_assert(DSPARKCTL_WS_DH_LATE_PREP == 0 || DSPARKCTL_WS_DH_LATE_PREP == 1, "on or off");
-[[maybe_unused]] constexpr bool kWsDhLatePrep = DSPARKCTL_WS_DH_LATE_PREP == 1;
 #ifndef DSPARKCTL_WS_PP_REGS
 #define DSPARKCTL_WS_PP_REGS 200
 #endif
@@ -3015,8 +3002,6 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   if (tile_end < 0) __trap();  // never: uses the range, so the mark below follows its loads
 #endif
   DSPARKCTL_WS_TL_ABS(24);
-  // DSPARKCTL_WS_DH_LATE_PREP: chains of 3 tiles only (a longer chain's tile 3 needs its offsets early)
-  const bool late = kWsDhLatePrep && R == 3 && tile_end - tile_begin == 3;
   auto tile_src = [&](int it, const SparseMlaCache*& c, int& pos0, int& len) { vt.src(p, it, c, pos0, len); };
   // kWsTail16: tile `it`'s live rows all lie in its first 16 candidates (every role asks, same answer)
   auto tail16 = [&](int it) {
@@ -3190,8 +3175,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       const int b = R == 3 ? buf_of(it - tile_begin) : (it - tile_begin) & 1, q = (it - tile_begin) & (W::kSlots - 1);
       // this tile's scale bytes (and, on the 8-byte path, its rows); v37's loop has the next
       // tile's prep group in flight here, except at the last tile
-      // (kLatePrep: tile 1's conversion comes before tile 2's prep, so its scale bytes are the newest group)
-      if (kWsConsumerCopies && it + 1 < tile_end && !(late && it == tile_begin + 1))
+      if (kWsConsumerCopies && it + 1 < tile_end)
         cp_async_wait_one();
       else
         cp_async_wait_all();
@@ -3283,15 +3267,6 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       }
       for (int it = tile_begin; it < tile_end; ++it) {
         convert(it);
-        if (late) {
-          // (chains of 3 tiles) tile 2 prepared after tile 1's conversion
-          if (it == tile_begin) continue;
-          if (it == tile_begin + 1) {
-            prep(it + 1, true);
-            mbar_arrive(&offs[buf_of(2)]);
-            continue;
-          }
-        }
         if (it + 2 < tile_end) {
           if constexpr (R == 3) {
             // tile it + 2's slot is tile it - 2's (kSlots 4), and with 3 buffers tile it may land
