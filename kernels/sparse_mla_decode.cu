@@ -374,17 +374,6 @@ static_assert(DSPARKCTL_WS_DH_PP == 0 || DSPARKCTL_WS_DH_PP == 1, "on or off");
 #endif
 static_assert(DSPARKCTL_WS_DH_Q_NOFENCE == 0 || DSPARKCTL_WS_DH_Q_NOFENCE == 1, "on or off");
 [[maybe_unused]] constexpr bool kWsDhQNoFence = DSPARKCTL_WS_DH_Q_NOFENCE == 1;
-// (session 41, DSPARKCTL_WS_Q_LEAN, off: a candidate) the WS kernels' Q conversion in the usual case
-// (no row of Q needs a power-of-two shift, q_slow false) as its own loop: bf16 -> fp16 without the
-// multiply by 1 and the nope columns selected without a branch. Why: session 41's prologue points
-// had ~2,500 cycles from Q landed to Q stored at DSpark T = 50; the loop there was ~1,000 SASS
-// instructions a thread (the slow path's scale inline, two branches an iteration; v68's ncu).
-// Same values (x * 1 is x; fp32 subnormals become fp16 zeros either way).
-#ifndef DSPARKCTL_WS_Q_LEAN
-#define DSPARKCTL_WS_Q_LEAN 0
-#endif
-static_assert(DSPARKCTL_WS_Q_LEAN == 0 || DSPARKCTL_WS_Q_LEAN == 1, "on or off");
-[[maybe_unused]] constexpr bool kWsQLean = DSPARKCTL_WS_Q_LEAN == 1;
 #ifndef DSPARKCTL_WS_PP_REGS
 #define DSPARKCTL_WS_PP_REGS 200
 #endif
@@ -3346,17 +3335,6 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   }
   // (the main kernel's loop, inline there and here: as a shared function ptxas schedules both
   // kernels differently, and their SASS is what the GPU tests measured)
-  if (kWsQLean && !q_slow) {
-    // DSPARKCTL_WS_Q_LEAN: the usual case (no row shift) without the scale and without branches
-#pragma unroll
-    for (int i = 0; i < QR::QN; ++i) {
-      const int r = (tid + i * kCT) / (kD / 8);
-      const uint4 v = qv[i];
-      const uint4 h = make_uint4(pack_f16(bf16_lo(v.x), bf16_hi(v.x)), pack_f16(bf16_lo(v.y), bf16_hi(v.y)),
-                                 pack_f16(bf16_lo(v.z), bf16_hi(v.z)), pack_f16(bf16_lo(v.w), bf16_hi(v.w)));
-      *reinterpret_cast<uint4*>(sQ + sw128_off<M>(r, (tid % (kD / 8)) * 8)) = q_nope_col ? h : v;
-    }
-  } else {
 #pragma unroll
   for (int i = 0; i < QR::QN; ++i) {
     const int k = tid + i * kCT;
@@ -3369,7 +3347,6 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       for (int jj = 0; jj < 4; ++jj) w[jj] = pack_f16(bf16_lo(w[jj]) * f, bf16_hi(w[jj]) * f);
     }
     *reinterpret_cast<uint4*>(sQ + sw128_off<M>(r, (tid % (kD / 8)) * 8)) = v;
-  }
   }
   DSPARKCTL_WS_PRO(tid == 0, 2)
   if constexpr (!(kWsDhQNoFence && R == 3)) fence_proxy_async_smem();
