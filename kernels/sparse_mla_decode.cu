@@ -363,17 +363,6 @@ static_assert(DSPARKCTL_WS_DH_PP == 0 || DSPARKCTL_WS_DH_PP == 1, "on or off");
 [[maybe_unused]] constexpr bool kWsDhPP = DSPARKCTL_WS_DH_PP == 1;
 // its registers: both consumer warpgroups alike (O's 128 accumulators, S's 32, P's fragments), the
 // producer the rest of the launch's 3 x 168
-// (session 41, DSPARKCTL_WS_DH_Q_NOFENCE, off: a candidate) v68's halves kernel reads Q from shared
-// memory only by ordinary loads (warpgroup 0's register copy), so the proxy fence between Q's stores
-// and the consumers' barrier orders nothing the tensor cores read; it goes, and warpgroup 1 fences its
-// own Q stores before it copies tile 2 over them (warpgroup 0's fence before the Q-free hand-off
-// covers its own). Why: session 41's prologue points (DSPARKCTL_TL_PROLOGUE) put Q in shared memory
-// at about the time the first tiles' rows land.
-#ifndef DSPARKCTL_WS_DH_Q_NOFENCE
-#define DSPARKCTL_WS_DH_Q_NOFENCE 0
-#endif
-static_assert(DSPARKCTL_WS_DH_Q_NOFENCE == 0 || DSPARKCTL_WS_DH_Q_NOFENCE == 1, "on or off");
-[[maybe_unused]] constexpr bool kWsDhQNoFence = DSPARKCTL_WS_DH_Q_NOFENCE == 1;
 #ifndef DSPARKCTL_WS_PP_REGS
 #define DSPARKCTL_WS_PP_REGS 200
 #endif
@@ -3349,7 +3338,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
     *reinterpret_cast<uint4*>(sQ + sw128_off<M>(r, (tid % (kD / 8)) * 8)) = v;
   }
   DSPARKCTL_WS_PRO(tid == 0, 2)
-  if constexpr (!(kWsDhQNoFence && R == 3)) fence_proxy_async_smem();
+  fence_proxy_async_smem();
   DSPARKCTL_WS_PRO(tid == 0, 3)
   nbar_sync(kWsConsumers, kCT);  // Q in place for warpgroup 0's S
   DSPARKCTL_WS_PRO(tid == 0, 4)
@@ -3840,7 +3829,6 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
     if constexpr (R == 3) {
       // tile 2 into Q's region once warpgroup 0 holds Q in registers (tiles 0 and 1: the producer)
       nbar_sync(kWsQFree, kCT);
-      if constexpr (kWsDhQNoFence) fence_proxy_async_smem();  // this warpgroup's Q stores, before copies over them
       if (tile_begin + 2 < tile_end) {
         mbar_wait(&offs[2], 0u);
         ws_copies(tile_begin + 2, wl);
