@@ -347,25 +347,6 @@ static_assert(DSPARKCTL_WS_DH_DIRECT == 0 || DSPARKCTL_WS_DH_DIRECT == 1, "on or
 #endif
 static_assert(DSPARKCTL_WS_DH_RING3 == 0 || DSPARKCTL_WS_DH_RING3 == 1, "on or off");
 [[maybe_unused]] constexpr bool kWsDhRing3 = DSPARKCTL_WS_DH_RING3 == 1;
-// (session 41, DSPARKCTL_WS_DH_PP, off: a candidate) the halves kernel's two consumer warpgroups in
-// turn on whole tiles: tile j by warpgroup j % 2 in buffer j % 2, each running S (A and B from shared
-// memory), the mask, P and the P.V of the CTA's 256 dims with P from registers (no P buffer, no P
-// hand-off), each with its own running max, sum, nope exponent and O; the two merge through shared
-// memory at the end (warpgroup 1 stages its scaled rows, warpgroup 0 adds its own). Q stays in
-// shared memory, so 2 KV buffers (v67's ring; the owner issues its buffer's next copies). Why:
-// session 41's per-tile events of v68 (bench/results/kernel_h200_ws_events/) have warpgroup 0's
-// chain (S, the mask, P: ~4,500 cycles a tile) binding DSpark T = 50 while warpgroup 1 waits for P;
-// in turns, one warpgroup's mask and P run under the other's S and P.V.
-#ifndef DSPARKCTL_WS_DH_PP
-#define DSPARKCTL_WS_DH_PP 0
-#endif
-static_assert(DSPARKCTL_WS_DH_PP == 0 || DSPARKCTL_WS_DH_PP == 1, "on or off");
-[[maybe_unused]] constexpr bool kWsDhPP = DSPARKCTL_WS_DH_PP == 1;
-// its registers: both consumer warpgroups alike (O's 128 accumulators, S's 32, P's fragments), the
-// producer the rest of the launch's 3 x 168
-#ifndef DSPARKCTL_WS_PP_REGS
-#define DSPARKCTL_WS_PP_REGS 200
-#endif
 
 template <int MT, int BN>
 struct Cfg {
@@ -520,12 +501,6 @@ __device__ __forceinline__ void wgmma_commit() {
 __device__ __forceinline__ void wgmma_wait() {
 #if DSPARKCTL_WGMMA
   asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-#endif
-}
-// (DSPARKCTL_WS_DH_PP) every committed group but the newest retired
-[[maybe_unused]] __device__ __forceinline__ void wgmma_wait_one() {
-#if DSPARKCTL_WGMMA
-  asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
 #endif
 }
 __device__ __forceinline__ void wgmma_commit_wait() {
@@ -731,21 +706,13 @@ __device__ __forceinline__ void wgmma_pv_m64n192_f16(float (&d)[24][4], uint64_t
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
 #endif
 }
-// (DSPARKCTL_WS_DH_PP: BF16, the rope dims' P.V with P's bf16 hi or lo part from registers)
-template <bool BF16>
-[[maybe_unused]] __device__ __forceinline__ void wgmma_pv_m64n64_ra(float (&d)[8][4], const uint32_t (&a)[4], uint64_t db) {
+[[maybe_unused]] __device__ __forceinline__ void wgmma_pv_m64n64_f16_ra(float (&d)[8][4], const uint32_t (&a)[4], uint64_t db) {
 #if DSPARKCTL_WGMMA
-#define DSPARKCTL_PV64_RA_ARGS \
-  " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n" \
-      : DSPARKCTL_ACC32(0) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1)
-  if constexpr (BF16) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\nwgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"
-                 DSPARKCTL_PV64_RA_ARGS);
-  } else {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\nwgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16"
-                 DSPARKCTL_PV64_RA_ARGS);
-  }
-#undef DSPARKCTL_PV64_RA_ARGS
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\nwgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+      : DSPARKCTL_ACC32(0)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
 #endif
 }
 template <bool BF16>
@@ -2888,7 +2855,7 @@ __device__ __forceinline__ void ws_pv_dims_0_255(float (&on)[24][4], float (&orp
       lo_a(ks, a);
       const uint64_t kb = (ks * 16 * 128) >> 4;
       wgmma_pv_m64n192_f16_ra(on, a, dv + kb);
-      wgmma_pv_m64n64_ra<false>(orp, a, dv + ((3 * BN * 128) >> 4) + kb);
+      wgmma_pv_m64n64_f16_ra(orp, a, dv + ((3 * BN * 128) >> 4) + kb);
     }
   }
   wgmma_commit_wait();
@@ -2917,9 +2884,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   uint32_t* sPmax = reinterpret_cast<uint32_t*>(smem + W::OFF_PMAX);
   // DSPARKCTL_WS_DH_RING3: the halves kernel's 3-buffer ring (buffer 2 is Q's region, once warpgroup 0
   // holds Q in registers); tile j in buffer j % R, its barriers' phase (j / R) % 2
-  // DSPARKCTL_WS_DH_PP: the consumers in turn on whole tiles (16-byte path), Q in shared memory
-  constexpr bool kPP = DH && kWsDhPP && kWsConsumerCopies;
-  constexpr int R = DH && kWsDhRing3 && !kPP && kWsConsumerCopies ? 3 : 2;  // (the 8-byte path keeps 2)
+  constexpr int R = DH && kWsDhRing3 && kWsConsumerCopies ? 3 : 2;  // (the 8-byte path keeps 2)
   static_assert(R <= W::kBufs, "the layout's barriers and scale maxima");
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + W::OFF_BAR);
   uint64_t* empty = full + W::kBufs;
@@ -3024,7 +2989,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
     // c's 64 bytes at 4 KB + 64 c), all issued here. (v31's first forms loaded into registers:
     // one tile in flight, a gather latency per tile; session 26's register loads one tile ahead,
     // bench/results/kernel_h200_v44_ldg/, were slower.)
-    setmaxnreg_dec<kPP ? 3 * W::REGS_LAUNCH - 2 * DSPARKCTL_WS_PP_REGS : W::REGS_PRODUCER>();
+    setmaxnreg_dec<W::REGS_PRODUCER>();
     DSPARKCTL_WS_PRO(tid == 256, 6)
     DSPARKCTL_WS_TL_DECL
     const int pt = tid - 256;
@@ -3287,7 +3252,6 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
     // id of their own; whole-CTA barriers leave nothing to model)
     cta_sync_divergent();
     cta_sync_divergent();
-    if constexpr (kPP) cta_sync_divergent();  // (the consumers' merge: warpgroup 1 staged)
     if (!kNoClusterCombine && ws_cluster_combines(num_splits)) {  // the consumers' two cluster rendezvous (ws_cluster_combine)
       ws_cluster_sync();
       ws_cluster_sync();
@@ -3384,7 +3348,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   // DSPARKCTL_WS_DH_DIRECT (v67): an unsplit halves CTA's warpgroup 1 stores its bf16 rows from
   // registers (session 40 measured the same for the one-CTA kernel, -DDSPARKCTL_WS_DIRECT, and
   // rejected it: bench/results/kernel_h200_ws_direct/)
-  constexpr bool kDirect = DH && kWsDhDirect && !kPP;
+  constexpr bool kDirect = DH && kWsDhDirect;
   const bool direct = kDirect && num_splits == 1;
   auto ws_store_direct = [&]() {
     cta_sync_divergent();  // ws_stage's barrier: warpgroup 0's factors are in sFact
@@ -3429,214 +3393,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
     }
     ws_stage();
   };
-  if constexpr (kPP) {
-    // DSPARKCTL_WS_DH_PP: tile j = it - tile_begin by warpgroup j % 2, in buffer j % 2 (only its owner
-    // reads it: no empty barrier), which also issues the copies of tile j + 2 into it
-    setmaxnreg_inc<DSPARKCTL_WS_PP_REGS>();
-    if (wg == 0) DSPARKCTL_WS_TL_ABS(21);
-    DSPARKCTL_WS_TL_DECL
-    const int lead = wg * 128;  // (timeline builds: the warpgroup's event thread)
-    (void)lead;
-    const uint64_t dq = wgmma_desc_sw128(sQ);
-    for (int it = tile_begin + wg; it < tile_end; it += 2) {
-      const int j = it - tile_begin, b = wg;
-      mbar_wait(&full[b], uint32_t(j >> 1) & 1u);
-      DSPARKCTL_WS_TL(0);  // tile ready
-      DSPARKCTL_WS_EV(tid == lead, j, kEvWg0Ready)
-      const bool t16 = tail16(it);
-      const int e_tile = sEtile[b];
-      const int e_new = e_run > e_tile ? e_run : e_tile;
-      const uint64_t dk = wgmma_desc_sw128(kv_tile(b));
-      float s[8][4];
-#pragma unroll
-      for (int n = 0; n < 8; ++n)
-#pragma unroll
-        for (int c = 0; c < 4; ++c) s[n][c] = 0.f;
-      wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < kDN / 16; ++kk) ws_s64<false>(s, dq + kstep(kk, M), dk + kstep(kk, BN));
-      wgmma_commit_wait();
-      const Pow2Pair s_nope[2] = {Pow2Pair(q_shift[0] + e_tile), Pow2Pair(q_shift[1] + e_tile)};
-#pragma unroll
-      for (int n = 0; n < 8; ++n)
-#pragma unroll
-        for (int c = 0; c < 4; ++c) s[n][c] = s_nope[c >> 1](s[n][c]);
-      wgmma_fence();
-#pragma unroll
-      for (int kk = kDN / 16; kk < kD / 16; ++kk) ws_s64<true>(s, dq + kstep(kk, M), dk + kstep(kk, BN));
-      wgmma_commit_wait();
-      DSPARKCTL_WS_TL(1);  // S
-      DSPARKCTL_WS_EV(tid == lead, j, kEvWg0S)
-      // the mask, the row max and the lazy running max, as warpgroup 0's (v42)
-      float rmax[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-      for (int n = 0; n < 8; ++n) {
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          const int col = n * 8 + (lane & 3) * 2 + (c & 1);
-          const float v = sValid[(j & (W::kSlots - 1)) * BN + col] ? s[n][c] * scale_log2 : -INFINITY;
-          s[n][c] = v;
-          rmax[c >> 1] = fmaxf(rmax[c >> 1], v);
-        }
-      }
-      float alpha[2], m_use[2];
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        rmax[i] = fmaxf(rmax[i], __shfl_xor_sync(0xffffffffu, rmax[i], 1));
-        rmax[i] = fmaxf(rmax[i], __shfl_xor_sync(0xffffffffu, rmax[i], 2));
-        const float mx = rmax[i] > m_run[i] + kWsLazyMax ? rmax[i] : m_run[i];
-        alpha[i] = mx == -INFINITY ? 1.f : fast_exp2(m_run[i] - mx);
-        m_run[i] = mx;
-        m_use[i] = mx == -INFINITY ? 0.f : mx;
-      }
-      const float f16_shift = pow2i(e_tile - e_new);
-      const float v_shift = pow2i(e_run - e_new);
-      e_run = e_new;
-      DSPARKCTL_WS_TL(2);  // mask, row max
-      DSPARKCTL_WS_EV(tid == lead, j, kEvWg0Mask)
-      // O's rows rescaled (the nope dims by the exponent's move too), skipped by a warp whose rows
-      // keep both (v42)
-      if (!__all_sync(0xffffffffu, v_shift == 1.f && alpha[0] == 1.f && alpha[1] == 1.f))
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        const float an = alpha[i] * v_shift;
-#pragma unroll
-        for (int jj = 0; jj < 32; ++jj) {
-          const float g = (dblk == 0 || jj < 24) ? an : alpha[i];
-          o[jj][2 * i] *= g;
-          o[jj][2 * i + 1] *= g;
-        }
-      }
-      // P and its P.V by k-steps: k-step ks's A fragments (S's columns 16 ks .. 16 ks + 15, in the S
-      // accumulators' own layout: register 2 (n % 2) + i from s[n][2 i ..]) are the nope dims' fp16
-      // hi and lo parts (times the tile's exponent shift) and, in half 1, the rope dims' bf16 hi and
-      // lo parts; each k-step's wgmmas issue as soon as its fragments are built, and the next k-step
-      // is built while they run (wait_group 1 retires the one before: two sets of fragments live)
-      float rsum[2] = {0.f, 0.f};
-      const uint64_t dv = wgmma_desc_sw128(kv_tile(b), BN * 128);
-      // NKS k-steps (kWsTail16: 1); H1: half 1 (V blocks 4-6 and the rope block 7), else half 0
-      // (blocks 0-3); a sequence of its own each, so no branch sits between its wgmmas
-      auto pv = [&](auto nks, auto h1) {
-        constexpr int NKS = decltype(nks)::value;
-        constexpr bool H1 = decltype(h1)::value;
-#pragma unroll
-        for (int ks = 0; ks < NKS; ++ks) {
-          uint32_t ph[4], pl[4], rh[4], rl[4];
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-#pragma unroll
-            for (int i = 0; i < 2; ++i) {
-              const float p0 = fast_exp2(s[2 * ks + h][2 * i] - m_use[i]);
-              const float p1 = fast_exp2(s[2 * ks + h][2 * i + 1] - m_use[i]);
-              rsum[i] += p0 + p1;
-              const uint32_t h16 = pack_f16(p0 * f16_shift, p1 * f16_shift);
-              const float2 rest = f16_rest_f32(p0 * f16_shift, p1 * f16_shift, h16);
-              ph[2 * h + i] = h16;
-              pl[2 * h + i] = pack_f16(rest.x, rest.y);
-              if constexpr (H1) {
-                const uint32_t hi = pack_bf16(p0, p1);
-                rh[2 * h + i] = hi;
-                rl[2 * h + i] = pack_bf16(p0 - bf16_lo(hi), p1 - bf16_hi(hi));
-              }
-            }
-          }
-          const uint64_t kb = (ks * 16 * 128) >> 4;
-          wgmma_fence();
-          if constexpr (H1) {
-            wgmma_pv_m64n192_f16_ra(on, ph, dv + ((4 * BN * 128) >> 4) + kb);
-            wgmma_pv_m64n64_ra<true>(orp, rh, dv + ((7 * BN * 128) >> 4) + kb);
-            wgmma_pv_m64n64_ra<true>(orp, rl, dv + ((7 * BN * 128) >> 4) + kb);
-            wgmma_pv_m64n192_f16_ra(on, pl, dv + ((4 * BN * 128) >> 4) + kb);
-          } else {
-            (void)rh;
-            (void)rl;
-            wgmma_pv_m64n192_f16_ra(on, ph, dv + kb);
-            wgmma_pv_m64n64_ra<false>(orp, ph, dv + ((3 * BN * 128) >> 4) + kb);
-            wgmma_pv_m64n192_f16_ra(on, pl, dv + kb);
-            wgmma_pv_m64n64_ra<false>(orp, pl, dv + ((3 * BN * 128) >> 4) + kb);
-          }
-          wgmma_commit();
-          if (ks > 0) wgmma_wait_one();
-        }
-        wgmma_wait();
-      };
-      using K1 = std::integral_constant<int, 1>;
-      using KF = std::integral_constant<int, BN / 16>;
-      if (half == 0) {
-        if (t16) pv(K1(), std::false_type());
-        else pv(KF(), std::false_type());
-      } else {
-        if (t16) pv(K1(), std::true_type());
-        else pv(KF(), std::true_type());
-      }
-#pragma unroll
-      for (int i = 0; i < 2; ++i) l_run[i] = l_run[i] * alpha[i] + rsum[i];
-      DSPARKCTL_WS_TL(3);  // P and P.V
-      DSPARKCTL_WS_EV(tid == lead, j, kEvWg1PV)
-      if (it + 2 < tile_end) {
-        // tile j + 2 into this buffer (the producer posts its row offsets after converting tile j)
-        mbar_wait(&offs[b], uint32_t(j >> 1) & 1u);
-        ws_copies(it + 2, wl);
-      }
-      DSPARKCTL_WS_TL(4);  // copies of tile j + 2 issued
-      DSPARKCTL_WS_EV(tid == lead, j, kEvWg1Copies)
-    }
-    DSPARKCTL_WS_TL_STORE(tid == 0, 4, 5)
-    // the merge: each warpgroup's rows (max, sum over the quad) to shared memory (P16's region,
-    // unused here), then both take the common max, the row factor and their own weight
-    float* sx = reinterpret_cast<float*>(smem + W::OFF_P16);  // [2][M] max, [2][M] sum
-    float g[2];
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      l_run[i] += __shfl_xor_sync(0xffffffffu, l_run[i], 1);
-      l_run[i] += __shfl_xor_sync(0xffffffffu, l_run[i], 2);
-      const int row = wl * 16 + (lane >> 2) + 8 * i;
-      if ((lane & 3) == 0) {
-        sx[wg * M + row] = m_run[i];
-        sx[2 * M + wg * M + row] = l_run[i];
-      }
-    }
-    cta_sync_divergent();  // both warpgroups' tiles done (Q and the KV tiles free), the rows' max and sum in place
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      const int row = wl * 16 + (lane >> 2) + 8 * i;
-      const float mo = sx[(wg ^ 1) * M + row], lo = sx[2 * M + (wg ^ 1) * M + row];
-      const float m = fmaxf(m_run[i], mo);
-      const float as = m_run[i] == -INFINITY ? 0.f : fast_exp2(m_run[i] - m);
-      const float ao = mo == -INFINITY ? 0.f : fast_exp2(mo - m);
-      const float l = as * l_run[i] + ao * lo;
-      const float f = finish_row(p, t, h0 + row, split, num_splits, m, l, (lane & 3) == 0 && half == 0 && wg == 0);
-      g[i] = f * as;
-      if constexpr (kWsClusterCombine) {
-        if ((lane & 3) == 0 && wg == 0) reinterpret_cast<float*>(smem + W::OFF_LSE2)[row] = row_lse2(m, l);
-      }
-    }
-    // warpgroup 1 stages its scaled rows (fp32, over Q and the KV tiles), warpgroup 0 adds its own
-    auto stage = [&](bool add) {
-      const Pow2Pair v_exp(e_run);
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        const int row = wl * 16 + (lane >> 2) + 8 * i;
-        const float gn = v_exp(g[i]);
-        float* srow = sOut + row * kORow + dblk * 256 + (lane & 3) * 2;
-#pragma unroll
-        for (int jj = 0; jj < 32; ++jj) {
-          const float gg = (dblk == 0 || jj < 24) ? gn : g[i];
-          float2 v = make_float2(o[jj][2 * i] * gg, o[jj][2 * i + 1] * gg);
-          float2* d2 = reinterpret_cast<float2*>(srow + jj * 8);
-          if (add) {
-            const float2 x = *d2;
-            v.x += x.x;
-            v.y += x.y;
-          }
-          *d2 = v;
-        }
-      }
-    };
-    if (wg == 1) stage(false);
-    cta_sync_divergent();
-    if (wg == 0) stage(true);
-  } else if (wg == 0) {
+  if (wg == 0) {
     setmaxnreg_inc<W::REGS_S>();
     DSPARKCTL_WS_TL_ABS(21);
     DSPARKCTL_WS_PRO(tid == 0, 5)
