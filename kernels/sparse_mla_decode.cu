@@ -168,6 +168,9 @@ constexpr int kTlSmemBytes = 0;
 #if defined(DSPARKCTL_TL_EVENTS) && !defined(DSPARKCTL_TIMELINE)
 #error "DSPARKCTL_TL_EVENTS is a timeline build's option: add -DDSPARKCTL_TIMELINE"
 #endif
+#if defined(DSPARKCTL_TL_PROLOGUE) && !defined(DSPARKCTL_TL_EVENTS)
+#error "DSPARKCTL_TL_PROLOGUE is a tile-events build's option: add -DDSPARKCTL_TIMELINE -DDSPARKCTL_TL_EVENTS"
+#endif
 
 // v52, NOPE_P_HILO (on; -DDSPARKCTL_NOPE_P_HILO=0 builds v51's single pass for A/Bs): the main
 // kernel's nope P.V in two fp16 passes, P as hi + lo (~22 significant bits) instead of one (11

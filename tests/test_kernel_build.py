@@ -218,6 +218,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_90a_no_ws_dh_direct": ["-arch=sm_90a", "-DDSPARKCTL_WS_DH_DIRECT=0"],
         "sm_90a_no_ws_dh_ring3": ["-arch=sm_90a", "-DDSPARKCTL_WS_DH_RING3=0"],
         "sm_90a_tl_events": ["-arch=sm_90a", "-DDSPARKCTL_TIMELINE", "-DDSPARKCTL_TL_EVENTS"],
+        "sm_90a_tl_prologue": ["-arch=sm_90a", "-DDSPARKCTL_TIMELINE", "-DDSPARKCTL_TL_EVENTS", "-DDSPARKCTL_TL_PROLOGUE"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -823,3 +824,29 @@ def test_tl_events_build_adds_points_to_the_ws_kernels_only(kernel_ptx: dict[str
         for op in ("wgmma.mma_async", "bar.sync", "bar.arrive", "mbarrier.try_wait", "cp.async.bulk.shared"):
             assert ev[n].count(op) == base[n].count(op), (n, op)
         assert ev[n].count("clock64") > base[n].count("clock64"), n
+
+
+def test_tl_prologue_build_adds_prologue_points_to_the_ws_kernels_only(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """Session 41's -DDSPARKCTL_TL_PROLOGUE (a tile-events build's option): ten more points of the WS
+    prologue (Q's loads, conversion, fence and barrier, the register moves, the first copies), in
+    the WS kernels only, with their MMAs and barriers unchanged."""
+    ev, pro = kernel_ptx["sm_90a_tl_events"], kernel_ptx["sm_90a_tl_prologue"]
+    moved = {n for n in ev if ev[n] != pro[n]}
+    assert moved == {"sparse_mla_decode_ws_kernelILi16E", "sparse_mla_decode_ws_kernelILi8E",
+                     "sparse_mla_decode_ws_kernel_dimsILi16E"}, sorted(moved)
+    for n in moved:
+        for op in ("wgmma.mma_async", "bar.sync", "bar.arrive", "mbarrier.try_wait", "cp.async.bulk.shared"):
+            assert pro[n].count(op) == ev[n].count(op), (n, op)
+        assert pro[n].count("clock64") > ev[n].count("clock64"), n
+
+
+@pytest.mark.skipif(build.find_nvcc() is None, reason="nvcc not installed: cannot compile-check CUDA")
+def test_tl_prologue_without_tile_events_is_refused(tmp_path: Path) -> None:
+    """The prologue points live in the tile-events array: asked for alone, the build stops with a
+    message naming what to add, instead of compiling a timeline build without them."""
+    src = Path(__file__).resolve().parents[1] / "kernels" / "sparse_mla_decode.cu"
+    res = subprocess.run([str(build.find_nvcc()), "-E", "-std=c++17", "-arch=sm_90a", "-DDSPARKCTL_TIMELINE",
+                          "-DDSPARKCTL_TL_PROLOGUE", str(src), "-o", str(tmp_path / "pro.ii")],
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert res.returncode != 0
+    assert "DSPARKCTL_TL_PROLOGUE is a tile-events build's option" in res.stdout + res.stderr
