@@ -351,19 +351,6 @@ static_assert(DSPARKCTL_WS_DH_DIRECT == 0 || DSPARKCTL_WS_DH_DIRECT == 1, "on or
 static_assert(DSPARKCTL_WS_DH_RING3 == 0 || DSPARKCTL_WS_DH_RING3 == 1, "on or off");
 [[maybe_unused]] constexpr bool kWsDhRing3 = DSPARKCTL_WS_DH_RING3 == 1;
 
-// (session 41, DSPARKCTL_WS_DH_SPEC_IDS, off: a candidate) the halves kernel's producer loads the raw
-// ids of the split's first two full tiles right after griddepcontrol.wait, beside the lengths (the
-// main kernel's v4 speculation, load_spec_ids), and uses them where the first valid tiles are those
-// full tiles (the length check applied after). Why: session 41's prologue points have tile 0's row
-// copies issued ~3,400 cycles after the producer starts at DSpark T = 50, one global round trip of it
-// the id load behind the lengths, and tile 0's conversion gates warpgroup 0. (v49 measured the same
-// idea on the one-CTA WS kernel, before the halves: no row moved; that kernel keeps its code.)
-#ifndef DSPARKCTL_WS_DH_SPEC_IDS
-#define DSPARKCTL_WS_DH_SPEC_IDS 0
-#endif
-static_assert(DSPARKCTL_WS_DH_SPEC_IDS == 0 || DSPARKCTL_WS_DH_SPEC_IDS == 1, "on or off");
-[[maybe_unused]] constexpr bool kWsDhSpecIds = DSPARKCTL_WS_DH_SPEC_IDS == 1;
-
 template <int MT, int BN>
 struct Cfg {
   static constexpr int M = 16 * MT;  // heads per CTA (padded)
@@ -2954,11 +2941,6 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   const int se = int((int64_t(ntf) * (split + 1)) / num_splits);
   asm volatile("griddepcontrol.wait;" ::: "memory");  // v23: no global access before this
   DSPARKCTL_WS_PRO(tid == 0, 9)
-  constexpr bool kSpec = DH && kWsDhSpecIds;  // DSPARKCTL_WS_DH_SPEC_IDS
-  [[maybe_unused]] int32_t spec[2] = {-1, -1};
-  if constexpr (kSpec) {
-    if (warp >= 8 && ws_preps(tid - 256)) load_spec_ids<BN>(p, t, sb, se, ntf_m, ws_prep_row(tid - 256), spec);
-  }
   const ValidTiles<BN> vt(p, t, ntf_m, sb, se);
   const int tile_begin = vt.begin;
   const int tile_end = vt.end;
@@ -3021,19 +3003,10 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
     int32_t id_next = -1;
     const int prow = ws_prep_row(pt);  // the row of each tile this thread preps
     const bool prow_on = ws_preps(pt);
-    // (kSpec: tile `it` < tile_begin + 2 is full tile f; its speculative id where f is sb + its rank)
-    auto spec_or_load = [&](int it, const SparseMlaCache& c, int pos, int len) {
-      if constexpr (kSpec) {
-        const int r = it - tile_begin;
-        const int f = it < vt.nt_m ? it : ntf_m + (it - vt.nt_m);
-        if (r < 2 && f == sb + r) return pos < len ? (r == 0 ? spec[0] : spec[1]) : -1;  // (no local array)
-      }
-      return load_id(c, t, pos, len);
-    };
     if (prow_on && tile_begin < tile_end) {
       const SparseMlaCache* c; int pos0, len;
       tile_src(tile_begin, c, pos0, len);
-      id_next = spec_or_load(tile_begin, *c, pos0 + prow, len);
+      id_next = load_id(*c, t, pos0 + prow, len);
     }
     // the next tile's id load, tile `it`'s row offsets, valid flags and scale-byte copies (one
     // cp.async group a tile)
@@ -3058,7 +3031,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
         if (it + 1 < tile_end) {
           const SparseMlaCache* c1; int q0, l1;
           tile_src(it + 1, c1, q0, l1);
-          id_next = spec_or_load(it + 1, *c1, q0 + prow, l1);
+          id_next = load_id(*c1, t, q0 + prow, l1);
         }
       }
       cp_async_commit();
