@@ -219,6 +219,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_90a_no_ws_dh_ring3": ["-arch=sm_90a", "-DDSPARKCTL_WS_DH_RING3=0"],
         "sm_90a_tl_events": ["-arch=sm_90a", "-DDSPARKCTL_TIMELINE", "-DDSPARKCTL_TL_EVENTS"],
         "sm_90a_tl_prologue": ["-arch=sm_90a", "-DDSPARKCTL_TIMELINE", "-DDSPARKCTL_TL_EVENTS", "-DDSPARKCTL_TL_PROLOGUE"],
+        "sm_90a_ws_dh_split_issue0": ["-arch=sm_90a", "-DDSPARKCTL_WS_DH_SPLIT_ISSUE0=1"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -809,6 +810,22 @@ def test_ws_dh_ring3_moves_the_halves_kernels_q_and_its_ring(kernel_ptx: dict[st
     assert cand[n].count("bar.arrive") == base[n].count("bar.arrive") + 1
     assert cand[n].count("bar.sync") == base[n].count("bar.sync") + 1
     assert cand[n].count("cp.async.bulk.shared") == base[n].count("cp.async.bulk.shared") + 1
+
+
+def test_ws_dh_split_issue0_moves_only_the_halves_kernels_first_copies(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """Session 41's prepared -DDSPARKCTL_WS_DH_SPLIT_ISSUE0 (off): the halves kernel's tile 0 copied by
+    the producer and warpgroup 1 together, after a hand-off on named barrier 6 (an arrive on the
+    producer's side, a sync on warpgroup 1's; the ids are register operands in the PTX); its
+    wgmmas and mbarriers stay, and every other kernel is the default build's."""
+    base, cand = kernel_ptx["sm_90a"], kernel_ptx["sm_90a_ws_dh_split_issue0"]
+    moved = {n for n in base if base[n] != cand[n]}
+    assert moved == {"sparse_mla_decode_ws_kernel_dimsILi16E"}, sorted(moved)
+    n = "sparse_mla_decode_ws_kernel_dimsILi16E"
+    for op in ("wgmma.mma_async", "mbarrier.init", "mbarrier.try_wait"):
+        assert cand[n].count(op) == base[n].count(op), op
+    assert cand[n].count("bar.arrive") == base[n].count("bar.arrive") + 1
+    assert cand[n].count("bar.sync") == base[n].count("bar.sync") + 1
+    assert cand[n].count("cp.async.bulk.shared") == base[n].count("cp.async.bulk.shared") + 2  # both sides' split copies
 
 
 def test_tl_events_build_adds_points_to_the_ws_kernels_only(kernel_ptx: dict[str, dict[str, str]]) -> None:
