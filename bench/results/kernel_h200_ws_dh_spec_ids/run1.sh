@@ -6,8 +6,9 @@
 # prologue points and tile events at DSpark T = 50. ~4-5 minutes. Packs $OUT/r.tgz and $OUT/tl.tgz.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
-NAME=si; FL=-DDSPARKCTL_WS_DH_SPEC_IDS=1
-BENCH_SETS='--short' OUT=$OUT NAME=$NAME FLAGS="$FL" BASE=v68 ROUNDS=4 timeout 330 bash bench/kernel_candidate_check.sh
+# (NAME / FL / ROUNDS name another candidate: kernel_h200_ws_dh_split_issue0/run1.sh calls this)
+NAME=${NAME:-si}; FL=${FL:--DDSPARKCTL_WS_DH_SPEC_IDS=1}; ROUNDS=${ROUNDS:-4}
+BENCH_SETS='--short' OUT=$OUT NAME=$NAME FLAGS="$FL" BASE=v68 ROUNDS=$ROUNDS timeout 330 bash bench/kernel_candidate_check.sh
 R=/tmp/tl; rm -rf $R; mkdir -p $R
 OUT=$R SHAPES='64 192 133 0 50' timeout 100 bash bench/kernel_timeline_ab.sh v68pro=-DDSPARKCTL_TL_EVENTS,-DDSPARKCTL_TL_PROLOGUE \
   "${NAME}pro=-DDSPARKCTL_TL_EVENTS,-DDSPARKCTL_TL_PROLOGUE,$FL"
