@@ -13,11 +13,14 @@ With --events: a -DDSPARKCTL_TL_EVENTS build's per-tile points of the median CTA
 its entry; session 40), one line a tile, then its Q-ready, staged and written marks, so each
 role's chain can be read tile by tile: when the producer published the tile, when warpgroup 0
 handed its P over, when warpgroup 1's P.V of it ended.
+With --prologue: a -DDSPARKCTL_TL_PROLOGUE build's prologue points (session 41; the kernel keeps
+them in tile 3's event slots), sorted by cycle, with tile 0's landing and publication and the
+written mark: where the start of a CTA of at most 3 tiles goes.
 A phase that ends at a named barrier (bar.sync) reads short: ptxas emits BAR.SYNC.DEFER_BLOCKING and
 the next clock read issues before the barrier releases, so that wait lands in the following phase
 (session 32: warpgroup 1's P-ready wait shows up in its P.V, warpgroup 0's P-free wait in its P).
 
-    python bench/ws_timeline_summary.py [--marks | --tiles | --tiles-split-pv | --events] LABEL=FILE.jsonl [...]
+    python bench/ws_timeline_summary.py [--marks | --tiles | --tiles-split-pv | --events | --prologue] LABEL=FILE.jsonl [...]
 """
 
 from __future__ import annotations
@@ -129,8 +132,36 @@ def event_lines(label: str, text: str) -> list[str]:
     return out
 
 
+# (event slot name in bench/kernel_timeline.cu's "tile_events", prologue point): DSPARKCTL_WS_PRO's kind k
+# is the kernel's WsEvent k, so the harness prints it under that event's name
+PROLOGUE = (("wg0.ready", "q_loads_issued"), ("wg0.S", "q_landed"), ("wg0.mask", "q_stored"),
+            ("wg0.Pfree", "proxy_fence"), ("wg0.P", "consumers_barrier"), ("wg1.ready", "wg0_setmaxnreg"),
+            ("wg1.PV", "producer_setmaxnreg"), ("wg1.copies", "tile0_copies_issued"),
+            ("prod.landed", "tile1_copies_issued"), ("prod.published", "past_griddep_wait"))
+
+
+def prologue_lines(label: str, text: str) -> list[str]:
+    """One line per record: the prologue points by cycle, then tile 0's landing and publication and
+    the written mark. A CTA of 4 or more tiles used slot 3 for tile 3 (not the prologue), and a build
+    without the events has none: each gets a line saying so instead of numbers that mean nothing."""
+    out = []
+    for a in _records(text):
+        ev = a.get("tile_events")
+        if ev is None:
+            out.append(_line(label, a, (), [("prologue", "none (build with -DDSPARKCTL_TL_EVENTS -DDSPARKCTL_TL_PROLOGUE)")]))
+            continue
+        if int(ev["tiles"]) > 3:
+            out.append(_line(label, a, (), [("prologue", f"none (the CTA ran {ev['tiles']} tiles: slot 3 is tile 3's)")]))
+            continue
+        points = sorted((ev[slot][3], name) for slot, name in PROLOGUE)
+        out.append(_line(label, a, (), [(name, v) for v, name in points]
+                         + [("tile0_landed", ev["prod.landed"][0]), ("tile0_published", ev["prod.published"][0]),
+                            ("written_at", ev["written_at"])]))
+    return out
+
+
 def main(argv: list[str]) -> int:
-    modes = {"--marks": mark_lines, "--tiles": tile_lines, "--events": event_lines,
+    modes = {"--marks": mark_lines, "--tiles": tile_lines, "--events": event_lines, "--prologue": prologue_lines,
              "--tiles-split-pv": lambda label, text: tile_lines(label, text, ROLES_SPLIT_PV)}
     mode = argv[0] if argv and argv[0] in modes else ""
     if mode:

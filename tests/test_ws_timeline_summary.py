@@ -121,3 +121,28 @@ def test_events_mode_prints_each_tiles_points_in_order(capsys: pytest.CaptureFix
     assert tool.main(["--events", f"r3={path}"]) == 0
     assert capsys.readouterr().out.splitlines() == got
     assert tool.main(["--events"]) == 2
+
+
+def test_prologue_mode_names_the_points_in_time_order(capsys: pytest.CaptureFixture[str]) -> None:
+    """--prologue on session 41's recorded v68 prologue build (bench/results/kernel_h200_ws_prologue/
+    run1/timeline/): the ten points in cycle order under their names, then tile 0's landing; a CTA of
+    4+ tiles (slot 3 is a real tile) and a record without events get a line saying why, no numbers."""
+    tool = load("ws_timeline_summary")
+    path = Path(__file__).resolve().parents[1] / "bench/results/kernel_h200_ws_prologue/run1/timeline/timeline_v68pro.jsonl"
+    (line,) = tool.prologue_lines("v68", path.read_text())
+    names = [n for _, n in tool.PROLOGUE]
+    words = line.split()
+    got = {w: int(words[i + 1]) for i, w in enumerate(words) if w in names}
+    assert set(got) == set(names)
+    order = [w for w in words if w in names]
+    assert [got[n] for n in order] == sorted(got.values())  # printed by cycle
+    assert order[0] == "past_griddep_wait" and got["q_landed"] > got["q_loads_issued"]
+    assert got["tile0_copies_issued"] < int(words[words.index("tile0_landed") + 1]) < int(words[words.index("tile0_published") + 1])
+    rec = json.loads(path.read_text().splitlines()[0])
+    long_chain = rec | {"tile_events": rec["tile_events"] | {"tiles": 18}}
+    plain = {k: v for k, v in rec.items() if k != "tile_events"}
+    other = tool.prologue_lines("x", json.dumps(long_chain) + "\n" + json.dumps(plain) + "\n")
+    assert "18 tiles" in other[0] and "q_landed" not in other[0]
+    assert "DSPARKCTL_TL_PROLOGUE" in other[1]
+    assert tool.main(["--prologue", f"v68={path}"]) == 0
+    assert capsys.readouterr().out.strip() == line
