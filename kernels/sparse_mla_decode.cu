@@ -365,6 +365,21 @@ static_assert(DSPARKCTL_WS_DH_RING3 == 0 || DSPARKCTL_WS_DH_RING3 == 1, "on or o
 static_assert(DSPARKCTL_WS_DH_SPLIT_ISSUE0 == 0 || DSPARKCTL_WS_DH_SPLIT_ISSUE0 == 1, "on or off");
 [[maybe_unused]] constexpr bool kWsDhSplitIssue0 = DSPARKCTL_WS_DH_SPLIT_ISSUE0 == 1;
 
+// v69 (session 42, DSPARKCTL_WS_Q_EARLY; 1 by default): the one-CTA WS kernels' consumers issue Q's
+// loads right after griddepcontrol.wait, before the lengths (ValidTiles) are loaded. Why: in v68's
+// SASS the consumers' Q loads follow the lengths' load and its uniform-datapath use (R2UR waits for
+// it), so Q's 74 KB (64 heads) started a global load's latency late. NOTES v41 and v49 measured
+// this on v40 / v46 and saw no consistent change; on v68 (ring of 3, consumer copies) it gains:
+// H200, same call, 5 alternating rounds (bench/results/kernel_h200_ws_q_early/, best): 16 heads
+// +512 T = 64 26.33 -> 25.77, +1024 T = 32 27.47 -> 27.09, T = 64 39.64 -> 39.05, DSpark +512
+// T = 25 23.64 -> 23.38 us; every other --short row within +-0.1. 2 also moves the halves kernel's
+// loads: DSpark T = 50 15.19 -> 15.39 there (its tile 0 gates, and Q's loads then compete with the
+// producer's), so 1 leaves that kernel as v68. 0 is v68.
+#ifndef DSPARKCTL_WS_Q_EARLY
+#define DSPARKCTL_WS_Q_EARLY 1
+#endif
+static_assert(DSPARKCTL_WS_Q_EARLY >= 0 && DSPARKCTL_WS_Q_EARLY <= 2, "0 off, 1 one-CTA WS kernels, 2 also the halves kernel");
+
 template <int MT, int BN>
 struct Cfg {
   static constexpr int M = 16 * MT;  // heads per CTA (padded)
@@ -2956,6 +2971,13 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   const int se = int((int64_t(ntf) * (split + 1)) / num_splits);
   asm volatile("griddepcontrol.wait;" ::: "memory");  // v23: no global access before this
   DSPARKCTL_WS_PRO(tid == 0, 9)
+  // the consumers' Q rows (DSPARKCTL_WS_Q_EARLY: loaded here, before the lengths)
+  using QR = QRows<M>;
+  uint4 qv[QR::QN];
+  constexpr bool kQEarly = DSPARKCTL_WS_Q_EARLY == 2 || (DSPARKCTL_WS_Q_EARLY == 1 && !DH);
+  if constexpr (kQEarly) {
+    if (warp < 8) typename QR::Src(p, t, h0, tid).load(qv);
+  }
   const ValidTiles<BN> vt(p, t, ntf_m, sb, se);
   const int tile_begin = vt.begin;
   const int tile_end = vt.end;
@@ -3289,9 +3311,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   // Q rows -> registers -> shared memory: nope as fp16 (per-row power-of-two shift on the slow
   // path, as the main kernel), rope as bf16, all in the 128-byte swizzle.
   constexpr int kCT = 256;
-  using QR = QRows<M>;
-  uint4 qv[QR::QN];
-  typename QR::Src(p, t, h0, tid).load(qv);
+  if constexpr (!kQEarly) typename QR::Src(p, t, h0, tid).load(qv);
   DSPARKCTL_WS_PRO(tid == 0, 0)
   if constexpr (kSplit0) {
     // DSPARKCTL_WS_DH_SPLIT_ISSUE0: warpgroup 1 copies tile 0's candidates 32-63 while Q's loads fly
