@@ -351,20 +351,6 @@ static_assert(DSPARKCTL_WS_DH_DIRECT == 0 || DSPARKCTL_WS_DH_DIRECT == 1, "on or
 static_assert(DSPARKCTL_WS_DH_RING3 == 0 || DSPARKCTL_WS_DH_RING3 == 1, "on or off");
 [[maybe_unused]] constexpr bool kWsDhRing3 = DSPARKCTL_WS_DH_RING3 == 1;
 
-// (session 41, DSPARKCTL_WS_DH_SPLIT_ISSUE0, off: prepared for the next device session) the halves
-// kernel's tile 0 copied by 8 warps instead of 4: the producer prepares its offsets as before, hands
-// them to warpgroup 1 (a named barrier; warpgroup 1 waits there right after issuing Q's loads, before
-// it needs Q), and each side issues the bulk copies of 32 rows, 8 a warp (v36's 16 a warp went lane
-// by lane). Why: session 41's prologue points put tile 0's copies ~3,400-3,900 cycles after the
-// producer starts, its rows landing ~2,700 after the copies (DSPARKCTL_WS_DH_SPEC_IDS issued them
-// ~540 cycles later and they landed ~435 later: landing follows the issue), and tile 0's conversion
-// gates warpgroup 0 at DSpark T = 50. Warpgroup 1 is idle then: Q lands ~1,500 cycles after its loads.
-#ifndef DSPARKCTL_WS_DH_SPLIT_ISSUE0
-#define DSPARKCTL_WS_DH_SPLIT_ISSUE0 0
-#endif
-static_assert(DSPARKCTL_WS_DH_SPLIT_ISSUE0 == 0 || DSPARKCTL_WS_DH_SPLIT_ISSUE0 == 1, "on or off");
-[[maybe_unused]] constexpr bool kWsDhSplitIssue0 = DSPARKCTL_WS_DH_SPLIT_ISSUE0 == 1;
-
 // v69 (session 42, DSPARKCTL_WS_Q_EARLY; 1 by default): the one-CTA WS kernels' consumers issue Q's
 // loads right after griddepcontrol.wait, before the lengths (ValidTiles) are loaded. Why: in v68's
 // SASS the consumers' Q loads follow the lengths' load and its uniform-datapath use (R2UR waits for
@@ -2494,7 +2480,7 @@ static_assert(DSPARKCTL_WS_L2_PREFETCH == 0 || DSPARKCTL_WS_L2_PREFETCH == 1, "o
 // prefetches a tile; without it threads 0-63.
 [[maybe_unused]] __device__ __forceinline__ int ws_prep_row(int pt) { return kWsL2Prefetch ? (pt >> 5) * 16 + (pt & 15) : pt; }
 [[maybe_unused]] __device__ __forceinline__ bool ws_preps(int pt) { return kWsL2Prefetch ? (pt & 31) < 16 : pt < 64; }
-enum WsBarrier : int { kWsPReady = 1, kWsPFree = 2, kWsProducer = 3, kWsConsumers = 4, kWsQFree = 5, kWsIssue0 = 6 };
+enum WsBarrier : int { kWsPReady = 1, kWsPFree = 2, kWsProducer = 3, kWsConsumers = 4, kWsQFree = 5 };
 // v52, WS_NOPE_P_HILO (on; =0 for A/Bs): the WS kernel's nope P.V in two fp16 passes too (see
 // DSPARKCTL_NOPE_P_HILO), with no hand-off added. Its shared memory has no room for a second fp16
 // P buffer (227,184 of 232,448 bytes). Warpgroup 0 computed P, so its lo pass takes the lo part
@@ -2918,7 +2904,6 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   // holds Q in registers); tile j in buffer j % R, its barriers' phase (j / R) % 2
   constexpr int R = DH && kWsDhRing3 && kWsConsumerCopies ? 3 : 2;  // (the 8-byte path keeps 2)
   static_assert(R <= W::kBufs, "the layout's barriers and scale maxima");
-  constexpr bool kSplit0 = DH && R == 3 && kWsDhSplitIssue0;  // DSPARKCTL_WS_DH_SPLIT_ISSUE0
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + W::OFF_BAR);
   uint64_t* empty = full + W::kBufs;
   uint64_t* rawbar = full + 2 * W::kBufs;  // v31d: the bulk copies of a buffer's raw rows
@@ -3001,8 +2986,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   // of its KV buffer, counted on rawbar (invalid rows are zeroed at conversion), by the four warps
   // of one warpgroup (`gw` 0-3; warp 0 posts the byte count): kWsCopyLanes copies a warp, since a
   // warp issues its copies one lane after another (v35 / v36).
-  // (DSPARKCTL_WS_DH_SPLIT_ISSUE0: tile 0 by eight warps, `gw` 0-7, `lanes` 8 copies a warp)
-  auto ws_copies = [&](int it, int gw, int lanes = kWsCopyLanes) {
+  auto ws_copies = [&](int it, int gw) {
     const int j = it - tile_begin, b = buf_of(j), q = j & (W::kSlots - 1);
     const SparseMlaCache* c; int pos0, len;
     tile_src(it, c, pos0, len);
@@ -3011,8 +2995,8 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
                          __popc(__ballot_sync(0xffffffffu, sValid[q * BN + 32 + lane] != 0));
       if (lane == 0) mbar_expect_tx(&rawbar[b], n * uint32_t(kRowBytes));
     }
-    if (lane < lanes) {
-      const int cand = gw * lanes + lane;
+    if (lane < kWsCopyLanes) {
+      const int cand = gw * kWsCopyLanes + lane;
       const int64_t off = cand < BN ? sOffP[q * BN + cand] : -1;
       if (off >= 0) bulk_copy(kv_buf(b) + cand * kRowBytes, c->base + off, kRowBytes, &rawbar[b]);
     }
@@ -3082,12 +3066,6 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       nbar_sync(kWsProducer, kWsProducerThreads);  // the tile's row offsets
       DSPARKCTL_WS_TL(5);                          // the producer barrier
       if constexpr (VEC == 16) {
-        if (kSplit0 && it == tile_begin) {
-          // DSPARKCTL_WS_DH_SPLIT_ISSUE0: the offsets to warpgroup 1, which copies candidates 32-63
-          ws_handoff(kWsIssue0, kWsProducerThreads + 128);
-          ws_copies(it, warp - 8, kWsCopyLanes / 2);
-          return;
-        }
         ws_copies(it, warp - 8);
         return;
       }
@@ -3313,13 +3291,6 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   constexpr int kCT = 256;
   if constexpr (!kQEarly) typename QR::Src(p, t, h0, tid).load(qv);
   DSPARKCTL_WS_PRO(tid == 0, 0)
-  if constexpr (kSplit0) {
-    // DSPARKCTL_WS_DH_SPLIT_ISSUE0: warpgroup 1 copies tile 0's candidates 32-63 while Q's loads fly
-    if (tid >= 128 && tile_begin < tile_end) {
-      nbar_sync(kWsIssue0, kWsProducerThreads + 128);
-      ws_copies(tile_begin, 4 + ((tid >> 5) & 3), kWsCopyLanes / 2);
-    }
-  }
   const bool q_nope_col = (tid % (kD / 8)) < kDN / 8;
   const bool q_slow = nbar_or(kWsConsumers, kCT, QR::odd(qv, q_nope_col) != 0);
   DSPARKCTL_WS_TL_ABS(25);

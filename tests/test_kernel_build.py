@@ -219,7 +219,8 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_90a_no_ws_dh_ring3": ["-arch=sm_90a", "-DDSPARKCTL_WS_DH_RING3=0"],
         "sm_90a_tl_events": ["-arch=sm_90a", "-DDSPARKCTL_TIMELINE", "-DDSPARKCTL_TL_EVENTS"],
         "sm_90a_tl_prologue": ["-arch=sm_90a", "-DDSPARKCTL_TIMELINE", "-DDSPARKCTL_TL_EVENTS", "-DDSPARKCTL_TL_PROLOGUE"],
-        "sm_90a_ws_dh_split_issue0": ["-arch=sm_90a", "-DDSPARKCTL_WS_DH_SPLIT_ISSUE0=1"],
+        "sm_90a_no_ws_q_early": ["-arch=sm_90a", "-DDSPARKCTL_WS_Q_EARLY=0"],
+        "sm_90a_ws_q_early2": ["-arch=sm_90a", "-DDSPARKCTL_WS_Q_EARLY=2"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -812,20 +813,32 @@ def test_ws_dh_ring3_moves_the_halves_kernels_q_and_its_ring(kernel_ptx: dict[st
     assert cand[n].count("cp.async.bulk.shared") == base[n].count("cp.async.bulk.shared") + 1
 
 
-def test_ws_dh_split_issue0_moves_only_the_halves_kernels_first_copies(kernel_ptx: dict[str, dict[str, str]]) -> None:
-    """Session 41's prepared -DDSPARKCTL_WS_DH_SPLIT_ISSUE0 (off): the halves kernel's tile 0 copied by
-    the producer and warpgroup 1 together, after a hand-off on named barrier 6 (an arrive on the
-    producer's side, a sync on warpgroup 1's; the ids are register operands in the PTX); its
-    wgmmas and mbarriers stay, and every other kernel is the default build's."""
-    base, cand = kernel_ptx["sm_90a"], kernel_ptx["sm_90a_ws_dh_split_issue0"]
-    moved = {n for n in base if base[n] != cand[n]}
-    assert moved == {"sparse_mla_decode_ws_kernel_dimsILi16E"}, sorted(moved)
-    n = "sparse_mla_decode_ws_kernel_dimsILi16E"
-    for op in ("wgmma.mma_async", "mbarrier.init", "mbarrier.try_wait"):
-        assert cand[n].count(op) == base[n].count(op), op
-    assert cand[n].count("bar.arrive") == base[n].count("bar.arrive") + 1
-    assert cand[n].count("bar.sync") == base[n].count("bar.sync") + 1
-    assert cand[n].count("cp.async.bulk.shared") == base[n].count("cp.async.bulk.shared") + 2  # both sides' split copies
+def _first(ptx: str, op: str) -> int:
+    """Where `op` first occurs in a kernel's PTX (its length if never: after everything)."""
+    i = ptx.find(op)
+    return len(ptx) if i < 0 else i
+
+
+def test_ws_q_early_moves_q_loads_before_the_lengths_in_the_one_cta_ws_kernels(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """v69's -DDSPARKCTL_WS_Q_EARLY (1 by default): the one-CTA WS kernels' Q loads (16-byte
+    non-coherent loads) come right after griddepcontrol.wait, before the row lengths' 4-byte loads;
+    with 0 (v68) they come after. The halves kernel keeps v68's order unless 2 asks for it too, and
+    no kernel gains or loses a load, an MMA or a barrier: only the order moves."""
+    v68, v69, all2 = kernel_ptx["sm_90a_no_ws_q_early"], kernel_ptx["sm_90a"], kernel_ptx["sm_90a_ws_q_early2"]
+    one_cta = {"sparse_mla_decode_ws_kernelILi16E", "sparse_mla_decode_ws_kernelILi8E"}
+    halves = "sparse_mla_decode_ws_kernel_dimsILi16E"
+    assert {n for n in v68 if v68[n] != v69[n]} == one_cta
+    assert {n for n in v69 if v69[n] != all2[n]} == {halves}
+    for build, early in ((v68, set()), (v69, one_cta), (all2, one_cta | {halves})):
+        for n in one_cta | {halves}:
+            ptx = build[n]
+            q, lengths = _first(ptx, "ld.global.nc.v4.u32"), _first(ptx, "ld.global.nc.s32")
+            assert q < len(ptx) and lengths < len(ptx), n
+            assert (q < lengths) == (n in early), (n, q, lengths)
+            assert _first(ptx, "griddepcontrol.wait") < min(q, lengths), n
+    for n in one_cta | {halves}:
+        for op in ("ld.global.nc.v4.u32", "ld.global.nc.s32", "wgmma.mma_async", "bar.sync", "bar.arrive", "mbarrier.try_wait"):
+            assert v68[n].count(op) == v69[n].count(op) == all2[n].count(op), (n, op)
 
 
 def test_tl_events_build_adds_points_to_the_ws_kernels_only(kernel_ptx: dict[str, dict[str, str]]) -> None:

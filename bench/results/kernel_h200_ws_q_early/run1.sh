@@ -5,7 +5,9 @@
 # bench/kernel_abn.sh (GPU tests on each candidate, outputs against v68 bit for bit, 5 alternating
 # rounds of the --short rows), racecheck (rendezvous builds) over bench/racecheck_ws_probe.py for
 # both new candidates, then the prologue points and tile events of v68, qe and s0qe at DSpark T = 50.
-# ~8 minutes. Packs $OUT/r.tgz and $OUT/tl.tgz.
+# ~8 minutes. Packs $OUT/r.tgz and $OUT/tl.tgz. (Run when =1 meant all three WS kernels; on v69's
+# source, where 1 is the one-CTA kernels only, qe is -DDSPARKCTL_WS_Q_EARLY=2 and v68 is =0, and the
+# split-issue builds need ../kernel_h200_ws_dh_split_issue0/candidate.patch: see README.md.)
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 export PYTHONPATH=$PWD
