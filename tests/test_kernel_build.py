@@ -829,9 +829,9 @@ def test_ws_q_early_moves_q_loads_before_the_lengths_in_the_one_cta_ws_kernels(k
     halves = "sparse_mla_decode_ws_kernel_dimsILi16E"
     assert {n for n in v68 if v68[n] != v69[n]} == one_cta
     assert {n for n in v69 if v69[n] != all2[n]} == {halves}
-    for build, early in ((v68, set()), (v69, one_cta), (all2, one_cta | {halves})):
+    for variant, early in ((v68, set()), (v69, one_cta), (all2, one_cta | {halves})):
         for n in one_cta | {halves}:
-            ptx = build[n]
+            ptx = variant[n]
             q, lengths = _first(ptx, "ld.global.nc.v4.u32"), _first(ptx, "ld.global.nc.s32")
             assert q < len(ptx) and lengths < len(ptx), n
             assert (q < lengths) == (n in early), (n, q, lengths)
