@@ -15,6 +15,14 @@
 //              bar.sync on both sides (a rendezvous: stronger ordering, same result); 2 mbarriers
 //   RC_MAXNREG setmaxnreg between the roles
 //   RC_EPI_NAMED the epilogue's two barriers as a 256-thread named barrier (producer exits early)
+//   RC_PW1     (session 42) a named barrier between the producer and warpgroup 1 only (id 6, 256
+//              threads) before the consumers' Q barrier, as the rejected split-issue candidate had
+//              (bench/results/kernel_h200_ws_dh_split_issue0/: its racecheck build reported hazards
+//              between accesses it did not touch): warpgroup 1 waits, the producer arrives (1) or
+//              waits too (2, the racecheck build's form). It orders nothing the kernel checks.
+//   RC_Q_LDS   (session 42) warpgroup 0 also reads Q with ld.shared after the consumers' barrier, as
+//              v68's halves kernel does (its Q in registers): a hazard reported on those reads is
+//              one the split-issue build showed
 // Build: nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -I kernels bench/racecheck_ws_repro.cu
 // (bench/racecheck_ws_repro.sh builds the variants and runs them under racecheck).
 #include <cstdio>
@@ -37,6 +45,12 @@
 #endif
 #ifndef RC_EPI_NAMED
 #define RC_EPI_NAMED 0
+#endif
+#ifndef RC_PW1
+#define RC_PW1 0
+#endif
+#ifndef RC_Q_LDS
+#define RC_Q_LDS 0
 #endif
 
 namespace dsparkctl {
@@ -80,6 +94,11 @@ __global__ void __launch_bounds__(384, 1) rc_kernel(const uint8_t* src, float* o
     setmaxnreg_dec<128>();
 #endif
     const int pt = tid - 256;
+#if RC_PW1 == 2
+    nbar_sync(6, 256);
+#elif RC_PW1 == 1
+    nbar_arrive(6, 256);
+#endif
     for (int it = 0; it < ntiles; ++it) {
       const int b = it & 1;
       if (it >= 2) mbar_wait(&empty[b], uint32_t((it >> 1) - 1) & 1u);
@@ -118,12 +137,20 @@ __global__ void __launch_bounds__(384, 1) rc_kernel(const uint8_t* src, float* o
   }
 
   // ---- consumers: Q written by ordinary stores, as the shipped kernel
+#if RC_PW1
+  if (tid >= 128) nbar_sync(6, 256);
+#endif
   for (int i = tid; i < kRcM * kD / 8; i += 256)
     *reinterpret_cast<uint4*>(sQ + sw128_off<kRcM>(i / (kD / 8), (i % (kD / 8)) * 8)) = make_uint4(tid, i, 0, 0);
   fence_proxy_async_smem();
   nbar_sync(kWsConsumers, 256);
   const int wg = warp >> 2, wl = warp & 3;
   float acc = 0.f;
+#if RC_Q_LDS
+  if (wg == 0) {
+    for (int i = tid; i < kRcM * kD / 2; i += 128) acc += float(reinterpret_cast<const uint32_t*>(sQ)[i] & 1u);
+  }
+#endif
 #if RC_MAXNREG
   if (wg == 0) setmaxnreg_inc<216>(); else setmaxnreg_dec<160>();
 #endif
@@ -248,7 +275,7 @@ int main(int argc, char** argv) {
     for (int r = 0; r < kRcM; ++r)
       for (int k = 0; k < kD; ++k)
         bad += h[(size_t(c) * kRcM + r) * kD + k] != float(c * 7 + r * 3 + k);
-  printf("RESULT bulk=%d wgmma=%d handoff=%d maxnreg=%d epi_named=%d ctas=%d tiles=%d mismatches=%ld\n", RC_BULK,
-         RC_WGMMA, RC_HANDOFF, RC_MAXNREG, RC_EPI_NAMED, ctas, ntiles, bad);
+  printf("RESULT bulk=%d wgmma=%d handoff=%d maxnreg=%d epi_named=%d pw1=%d q_lds=%d ctas=%d tiles=%d mismatches=%ld\n",
+         RC_BULK, RC_WGMMA, RC_HANDOFF, RC_MAXNREG, RC_EPI_NAMED, RC_PW1, RC_Q_LDS, ctas, ntiles, bad);
   return bad ? 1 : 0;
 }

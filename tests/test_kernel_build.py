@@ -99,6 +99,17 @@ def test_cluster_occupancy_probe_compiles(tmp_path: Path) -> None:
     assert b"cudaOccupancyMaxActiveClusters" in data
 
 
+@pytest.mark.skipif(build.find_nvcc() is None, reason="nvcc not installed: cannot compile-check CUDA")
+def test_racecheck_repro_compiles_with_the_producer_warpgroup1_barrier(tmp_path: Path) -> None:
+    """bench/racecheck_ws_repro.cu includes the kernel source and uses its barrier helpers; session
+    42's switches (RC_PW1: a producer / warpgroup 1 named barrier, RC_Q_LDS: warpgroup 0's Q reads by
+    ld.shared) are compiled here in racecheck_ws_repro.sh's pw1_sync form, so the device call that
+    runs them does not start with a build error, and the run's result line names them."""
+    data = _compile_bench_cu("racecheck_ws_repro.cu", tmp_path / "repro.o", "-c", "-DRC_HANDOFF=1", "-DRC_Q_LDS=1",
+                             "-DRC_PW1=2")
+    assert b"pw1=%d q_lds=%d" in data
+
+
 def _ptxas_registers(out: str) -> dict[str, tuple[int, int]]:
     """ptxas -v output -> {decode kernel '<MT,BN,VEC>' or warp-specialized 'ws<VEC>': (registers,
     spill store bytes)}."""
