@@ -3221,7 +3221,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       const uint8_t* base = R == 3 ? kv_buf(b) : smem + W::OFF_KV + b * W::TILE;
       __nv_bfloat16* sKV = kv_tile(b);
       const int pc = tid_fresh() - 256;
-      if (kShare && share0 && it == tile_begin) {
+      if (share0 && it == tile_begin) {
         // DSPARKCTL_WS_DH_SHARE_CONV: nope blocks 0-3 here, blocks 4-6 and the rope pieces by warpgroup 1
         uint4 sraw[4][2];
         share_read_units(base, pc, 0, sraw, 4);
@@ -3688,7 +3688,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
     if constexpr (W::REGS_PV < W::REGS_LAUNCH) setmaxnreg_dec<W::REGS_PV>();
     else setmaxnreg_inc<W::REGS_PV>();
     DSPARKCTL_WS_TL_DECL
-    if (kShare && share0) {
+    if (share0) {
       // DSPARKCTL_WS_DH_SHARE_CONV: tile 0's nope blocks 4-6 and rope pieces (the producer: blocks 0-3)
       const int pc = tid_fresh() - 128;
       uint4 sraw[4][2];
