@@ -351,24 +351,6 @@ static_assert(DSPARKCTL_WS_DH_DIRECT == 0 || DSPARKCTL_WS_DH_DIRECT == 1, "on or
 static_assert(DSPARKCTL_WS_DH_RING3 == 0 || DSPARKCTL_WS_DH_RING3 == 1, "on or off");
 [[maybe_unused]] constexpr bool kWsDhRing3 = DSPARKCTL_WS_DH_RING3 == 1;
 
-// (session 42, DSPARKCTL_WS_DH_SHARE_CONV, off: prepared, not yet run on a GPU) the halves kernel's
-// tile 0 converted by the producer (nope blocks 0-3) and warpgroup 1 (blocks 4-6 and the rope
-// pieces) together. Warpgroup 1 is idle from the consumers' Q barrier until warpgroup 0 frees Q's
-// region. Both read their raw bytes (every row: an invalid one is zeroed at the store, as the
-// producer zeroes it at the read), meet on an mbarrier of 256 arrivals (every raw byte read before
-// a converted row overwrites it; the tile max, valid flags and scale bytes released to warpgroup 1),
-// store, and warpgroup 1 arrives on a second mbarrier the producer waits for before it publishes the
-// tile. mbarriers, not a named barrier: session 42's split-issue build, with a producer / warpgroup 1
-// named barrier, drew racecheck reports on accesses it did not touch. Why: session 41-42's prologue
-// points put tile 0's landing-to-published at ~2,400-2,750 cycles, and tile 0 gates warpgroup 0 at
-// DSpark T = 50 (with warpgroup 0's Q path ending about then too: see NOTES). The layout gains 16
-// bytes (two mbarriers) with the flag on, in every WS kernel.
-#ifndef DSPARKCTL_WS_DH_SHARE_CONV
-#define DSPARKCTL_WS_DH_SHARE_CONV 0
-#endif
-static_assert(DSPARKCTL_WS_DH_SHARE_CONV == 0 || DSPARKCTL_WS_DH_SHARE_CONV == 1, "on or off");
-[[maybe_unused]] constexpr bool kWsDhShareConv = DSPARKCTL_WS_DH_SHARE_CONV == 1;
-
 // v69 (session 42, DSPARKCTL_WS_Q_EARLY; 1 by default): the one-CTA WS kernels' consumers issue Q's
 // loads right after griddepcontrol.wait, before the lengths (ValidTiles) are loaded. Why: in v68's
 // SASS the consumers' Q loads follow the lengths' load and its uniform-datapath use (R2UR waits for
@@ -2622,8 +2604,7 @@ struct WsCfg {
   static constexpr int OFF_POFF = OFF_PMAX + kBufs * 16;        // int64 [kSlots][BN]: row offsets (-1 invalid)
   static constexpr int OFF_PSCL = OFF_POFF + kSlots * BN * 8;   // uint8 [kSlots][BN][8]: scale bytes
   static constexpr int OFF_BAR = OFF_PSCL + kSlots * BN * 8;    // uint64 full[kBufs], empty[kBufs], raw[kBufs], offs[kBufs]
-  // (DSPARKCTL_WS_DH_SHARE_CONV: two more mbarriers after offs[], uint64 share_read, share_done)
-  static constexpr int OFF_LSE2 = OFF_BAR + 32 * kBufs + (kWsDhShareConv ? 16 : 0);  // float [M]: the rows' partial lse (cluster combine)
+  static constexpr int OFF_LSE2 = OFF_BAR + 32 * kBufs;  // float [M]: the rows' partial lse (cluster combine)
   // WS_NOPE_P_HILO: P's lo part for warpgroup 1, e4m3 in its register-A order: uint32 [8][128 threads]
   static constexpr int OFF_LO8 = (OFF_LSE2 + (kWsClusterCombine ? M * 4 : 0) + 127) / 128 * 128;
   static constexpr int SMEM = kWsNopePHiLo ? OFF_LO8 + M * BN : OFF_LSE2 + (kWsClusterCombine ? M * 4 : 0);
@@ -2927,9 +2908,6 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   uint64_t* empty = full + W::kBufs;
   uint64_t* rawbar = full + 2 * W::kBufs;  // v31d: the bulk copies of a buffer's raw rows
   uint64_t* offs = full + 3 * W::kBufs;    // v37: the producer's row offsets of the tile a copying warpgroup copies next
-  constexpr bool kShare = DH && R == 3 && kWsDhShareConv && VEC == 16;  // DSPARKCTL_WS_DH_SHARE_CONV
-  [[maybe_unused]] uint64_t* share_read = full + 4 * W::kBufs;  // (kShare) tile 0's raw bytes read, both sides
-  [[maybe_unused]] uint64_t* share_done = share_read + 1;       // (kShare) warpgroup 1's part of tile 0 stored
   int64_t* sOffP = reinterpret_cast<int64_t*>(smem + W::OFF_POFF);  // [kSlots][BN] row offsets, -1 invalid
   uint8_t* sScl = smem + W::OFF_PSCL;                               // [kSlots][BN][8] scale bytes
   auto kv_buf = [&](int b) { return R == 3 && b == 2 ? smem + W::OFF_Q : smem + W::OFF_KV + b * W::TILE; };
@@ -2962,10 +2940,6 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       mbar_init(&empty[2], 256);
       mbar_init(&rawbar[2], 1);
       mbar_init(&offs[2], kWsProducerThreads);
-    }
-    if constexpr (kShare) {
-      mbar_init(share_read, kWsProducerThreads + 128);
-      mbar_init(share_done, 128);
     }
   }
 #ifdef DSPARKCTL_TIMELINE
@@ -3026,46 +3000,6 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       const int64_t off = cand < BN ? sOffP[q * BN + cand] : -1;
       if (off >= 0) bulk_copy(kv_buf(b) + cand * kRowBytes, c->base + off, kRowBytes, &rawbar[b]);
     }
-  };
-  // DSPARKCTL_WS_DH_SHARE_CONV: whether tile 0 is converted by both sides (every role, same answer),
-  // and the two sides' pieces of store_tile: raw unit pc's nope blocks [i0, i0 + n) (candidate
-  // (pc % 128) / 2, half pc % 2) and its rope pieces, every row read (an invalid one is zeroed at the
-  // store: the same fp16 bytes as store_tile's zeroed reads), stored after the read barrier
-  [[maybe_unused]] const bool share0 = kShare && tile_begin < tile_end && !tail16(tile_begin);
-  [[maybe_unused]] auto share_read_units = [&](const uint8_t* base, int pc, int i0, uint4 (&raw)[4][2], int n) {
-    const uint8_t* src = base + ((pc & 127) >> 1) * kRowBytes + (pc & 1) * 32;
-#pragma unroll
-    for (int k = 0; k < n; ++k) {
-      raw[k][0] = *reinterpret_cast<const uint4*>(src + (i0 + k) * 64);
-      raw[k][1] = *reinterpret_cast<const uint4*>(src + (i0 + k) * 64 + 16);
-    }
-  };
-  [[maybe_unused]] auto share_store_units = [&](int b, int q, int pc, int i0, const uint4 (&raw)[4][2], int n) {
-    const uint32_t maxb = max(sPmax[b * 4], sPmax[b * 4 + 1]);
-    const int cand = (pc & 127) >> 1;
-    const bool ok = sValid[q * BN + cand] != 0;
-    const uint8_t* scl = sScl + (q * BN + cand) * 8;
-    uint8_t* dst = kv_buf(b) + cand * 128;
-    const int x0 = (((pc & 1) * 4 ^ cand) & 7) * 16;
-#pragma unroll
-    for (int k = 0; k < n; ++k) {
-      const uint4 r2[2] = {ok ? raw[k][0] : make_uint4(0, 0, 0, 0), ok ? raw[k][1] : make_uint4(0, 0, 0, 0)};
-      ws_store_unit(dst + (i0 + k) * 8192, x0, r2, f16_pow2x2(scl[i0 + k], maxb));
-    }
-  };
-  [[maybe_unused]] auto share_read_rope = [&](const uint8_t* base, int pc, uint4 (&rope)[BN * 8 / 128]) {
-#pragma unroll
-    for (int i = 0; i < BN * 8 / 128; ++i) {
-      const int r = pc + i * 128;
-      rope[i] = *reinterpret_cast<const uint4*>(base + (r >> 3) * kRowBytes + kDN + (r & 7) * 16);
-    }
-  };
-  [[maybe_unused]] auto share_store_rope = [&](int b, int q, int pc, const uint4 (&rope)[BN * 8 / 128]) {
-    const int rrow = (pc & 127) >> 3;
-    uint8_t* rdst = kv_buf(b) + 7 * 8192 + rrow * 128 + (((pc & 7) ^ rrow) & 7) * 16;
-#pragma unroll
-    for (int i = 0; i < BN * 8 / 128; ++i)
-      *reinterpret_cast<uint4*>(rdst + i * 16 * 128) = sValid[q * BN + rrow + 16 * i] != 0 ? rope[i] : make_uint4(0, 0, 0, 0);
   };
 
   if (warp >= 8) {
@@ -3221,22 +3155,6 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       const uint8_t* base = R == 3 ? kv_buf(b) : smem + W::OFF_KV + b * W::TILE;
       __nv_bfloat16* sKV = kv_tile(b);
       const int pc = tid_fresh() - 256;
-      if (share0 && it == tile_begin) {
-        // DSPARKCTL_WS_DH_SHARE_CONV: nope blocks 0-3 here, blocks 4-6 and the rope pieces by warpgroup 1
-        uint4 sraw[4][2];
-        share_read_units(base, pc, 0, sraw, 4);
-        mbar_arrive(share_read);  // (after the tile max, the valid flags and the scale bytes: released)
-        mbar_wait(share_read, 0u);
-        DSPARKCTL_WS_TL(6);
-        share_store_units(b, q, pc, 0, sraw, 4);
-        if (pt == 0) sEtile[b] = int(max(sPmax[b * 4], sPmax[b * 4 + 1])) - 127;
-        fence_proxy_async_smem();
-        mbar_wait(share_done, 0u);  // warpgroup 1's part stored (and fenced)
-        mbar_arrive(&full[b]);
-        DSPARKCTL_WS_TL(3);
-        DSPARKCTL_WS_EV(pt == 0, it - tile_begin, kEvProdPublished)
-        return;
-      }
       if (tail16(it)) {
         // kWsTail16: rows 0-15 only, over all 128 threads: thread pc converts row (pc / 2) % 16, half
         // pc % 2, of nope blocks pc / 32 and pc / 32 + 4 (< 7), and rope piece pc % 8 of row pc / 8.
@@ -3688,21 +3606,6 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
     if constexpr (W::REGS_PV < W::REGS_LAUNCH) setmaxnreg_dec<W::REGS_PV>();
     else setmaxnreg_inc<W::REGS_PV>();
     DSPARKCTL_WS_TL_DECL
-    if (share0) {
-      // DSPARKCTL_WS_DH_SHARE_CONV: tile 0's nope blocks 4-6 and rope pieces (the producer: blocks 0-3)
-      const int pc = tid_fresh() - 128;
-      uint4 sraw[4][2];
-      uint4 srope[BN * 8 / 128];
-      mbar_wait(&rawbar[0], 0u);
-      share_read_units(kv_buf(0), pc, 4, sraw, 3);
-      share_read_rope(kv_buf(0), pc, srope);
-      mbar_arrive(share_read);
-      mbar_wait(share_read, 0u);
-      share_store_units(0, 0, pc, 4, sraw, 3);
-      share_store_rope(0, 0, pc, srope);
-      fence_proxy_async_smem();
-      mbar_arrive(share_done);
-    }
     if constexpr (R == 3) {
       // tile 2 into Q's region once warpgroup 0 holds Q in registers (tiles 0 and 1: the producer)
       nbar_sync(kWsQFree, kCT);
