@@ -359,6 +359,14 @@ static_assert(DSPARKCTL_WS_DH_RING3 == 0 || DSPARKCTL_WS_DH_RING3 == 1, "on or o
 // and copy issue; converting tile 0 before tile 1's prep (DSPARKCTL_WS_DH_CONV0_FIRST) published it
 // ~2,600 cycles earlier and delayed tile 1 by its whole prep and issue. This keeps tile 1's prep
 // ahead of tile 0's conversion and takes only the copy issue out of tile 0's way.
+// Session 44 candidate (DSPARKCTL_FINISH_ROWS_LOOP, off by default): the v30 transposed tiles' row
+// finish (finish_rows_t, inlined under the last P.V and for a CTA without tiles) as a rolled loop
+// over its 4 rows. Why: session 39's SASS-by-line count put ~1,700 of the 32-head LARGE kernel's
+// 6,184 instructions there, and v63's ncu of its one-tile CTAs (T = 1 at 128 heads +1024) had 22%
+// of stall samples "no instruction".
+#ifndef DSPARKCTL_FINISH_ROWS_LOOP
+#define DSPARKCTL_FINISH_ROWS_LOOP 0
+#endif
 #ifndef DSPARKCTL_WS_DH_COPY1
 #define DSPARKCTL_WS_DH_COPY1 0
 #endif
@@ -1622,11 +1630,22 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   // heads each) write the lse and publish each row's output factor in sRmax.
   auto finish_rows_t = [&]() {
     if ((warp & 3) == 0 && lane < 4) {
+#if DSPARKCTL_FINISH_ROWS_LOOP
+      // (session 44 candidate: one rolled row finish, its row's m and l picked by selects)
+#pragma unroll 1
+      for (int u = 0; u < 4; ++u) {
+        const int hl = 8 * (2 * (warp >> 2) + (u >> 1)) + 2 * lane + (u & 1);
+        const float m = u == 0 ? m_h[0] : (u == 1 ? m_h[1] : (u == 2 ? m_h[2] : m_h[3]));
+        const float l = u == 0 ? l_h[0] : (u == 1 ? l_h[1] : (u == 2 ? l_h[2] : l_h[3]));
+        sRmax[hl] = finish_row(p, t, h0 + hl, split, num_splits, m, l, true);
+      }
+#else
 #pragma unroll
       for (int u = 0; u < 4; ++u) {
         const int hl = 8 * (2 * (warp >> 2) + (u >> 1)) + 2 * lane + (u & 1);
         sRmax[hl] = finish_row(p, t, h0 + hl, split, num_splits, m_h[u], l_h[u], true);
       }
+#endif
     }
   };
   // kSplitK: this warp's Q fragments (its m-tile's rows, its dims part), loaded from sQ once, at the
