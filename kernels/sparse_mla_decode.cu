@@ -350,27 +350,21 @@ static_assert(DSPARKCTL_WS_DH_DIRECT == 0 || DSPARKCTL_WS_DH_DIRECT == 1, "on or
 #endif
 static_assert(DSPARKCTL_WS_DH_RING3 == 0 || DSPARKCTL_WS_DH_RING3 == 1, "on or off");
 [[maybe_unused]] constexpr bool kWsDhRing3 = DSPARKCTL_WS_DH_RING3 == 1;
-// Session 44 candidate (DSPARKCTL_WS_DH_COPY1, off by default): in the halves kernel (ring of 3) the
-// producer prepares tile 1's offsets right after issuing tile 0's copies and converts tile 0 next;
-// tile 1's copies are issued by warpgroup 1 once Q is in shared memory (=1; from the offsets posted
-// on offs[1], whose first phase is then tile 1's) or by the producer after converting tile 0 (=2).
-// Why: session 43's flight diagnostic (bench/results/kernel_h200_ws_flight/) had tile 0's rows land
-// ~260 cycles after their copies, but read only ~2,400 cycles later, after tile 1's prep, barrier
-// and copy issue; converting tile 0 before tile 1's prep (DSPARKCTL_WS_DH_CONV0_FIRST) published it
-// ~2,600 cycles earlier and delayed tile 1 by its whole prep and issue. This keeps tile 1's prep
-// ahead of tile 0's conversion and takes only the copy issue out of tile 0's way.
-// Session 44 candidate (DSPARKCTL_FINISH_ROWS_LOOP, off by default): the v30 transposed tiles' row
-// finish (finish_rows_t, inlined under the last P.V and for a CTA without tiles) as a rolled loop
-// over its 4 rows. Why: session 39's SASS-by-line count put ~1,700 of the 32-head LARGE kernel's
-// 6,184 instructions there, and v63's ncu of its one-tile CTAs (T = 1 at 128 heads +1024) had 22%
-// of stall samples "no instruction".
+
+// v70 (session 44, DSPARKCTL_FINISH_ROWS_LOOP; 1 by default, 0 rebuilds v69): the v30 transposed
+// tiles' row finish (finish_rows_t: the lse and each row's output factor, inlined under the last P.V
+// and for a CTA without tiles) as a rolled loop over its 4 rows instead of unrolled. The 32-head
+// LARGE kernel falls from 6,184 to 5,120 SASS instructions on sm_90a (-17%; no other function
+// changes). Why: session 39's SASS-by-line count put ~1,700 of its instructions in that finish, and
+// v63's ncu of its one-tile CTAs (T = 1 at 128 heads +1024) had 22% of stall samples "no
+// instruction". Outputs bit for bit. H200, same call, 6 rounds against v69
+// (bench/results/kernel_h200_finish_rows_loop/): DSpark +512 T = 10 17.55 -> 17.41 us (every round
+// below v69's best); T = 1 at 128 heads +1024 12.86 -> 12.83 and +512 T = 5 +0.03, within noise, so
+// the instruction fetch of that finish was not what those one-tile CTAs wait for.
 #ifndef DSPARKCTL_FINISH_ROWS_LOOP
-#define DSPARKCTL_FINISH_ROWS_LOOP 0
+#define DSPARKCTL_FINISH_ROWS_LOOP 1
 #endif
-#ifndef DSPARKCTL_WS_DH_COPY1
-#define DSPARKCTL_WS_DH_COPY1 0
-#endif
-static_assert(DSPARKCTL_WS_DH_COPY1 >= 0 && DSPARKCTL_WS_DH_COPY1 <= 2, "0, 1 (warpgroup 1) or 2 (the producer, later)");
+static_assert(DSPARKCTL_FINISH_ROWS_LOOP == 0 || DSPARKCTL_FINISH_ROWS_LOOP == 1, "on or off");
 
 // v69 (session 42, DSPARKCTL_WS_Q_EARLY; 1 by default): the one-CTA WS kernels' consumers issue Q's
 // loads right after griddepcontrol.wait, before the lengths (ValidTiles) are loaded. Why: in v68's
@@ -1631,7 +1625,8 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   auto finish_rows_t = [&]() {
     if ((warp & 3) == 0 && lane < 4) {
 #if DSPARKCTL_FINISH_ROWS_LOOP
-      // (session 44 candidate: one rolled row finish, its row's m and l picked by selects)
+      // v70: one rolled row finish, its row's m and l picked by selects (the v69 form, unrolled,
+      // was ~1,700 instructions for two call sites)
 #pragma unroll 1
       for (int u = 0; u < 4; ++u) {
         const int hl = 8 * (2 * (warp >> 2) + (u >> 1)) + 2 * lane + (u & 1);
@@ -2946,7 +2941,6 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   auto kv_tile = [&](int b) { return reinterpret_cast<__nv_bfloat16*>(kv_buf(b)); };
   auto buf_of = [&](int j) { return R == 3 ? j % 3 : j & 1; };
   auto phase_of = [&](int j) { return uint32_t(R == 3 ? j / 3 : j >> 1) & 1u; };
-  constexpr int kCopy1 = R == 3 ? DSPARKCTL_WS_DH_COPY1 : 0;  // (the halves kernel's ring only)
 
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   const int tid = threadIdx.x;
@@ -3261,21 +3255,13 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       // warpgroup 1 as soon as the consumers free its buffer (tile j - 2), from the offsets the
       // producer posts on offs[] right after converting tile j - 2. So no copy issue (~2,000
       // cycles a tile, v36) sits in the producer's loop, and the producer never waits for a buffer.
-      // (kCopy1: tile 1's offsets only here, its copies by warpgroup 1 or after tile 0's conversion)
       for (int it = tile_begin; it < tile_end && it < tile_begin + 2; ++it) {
-        if (kCopy1 != 0 && it > tile_begin) {
-          prep(it, true);
-          if constexpr (kCopy1 == 1) mbar_arrive(&offs[1]);
-        } else {
-          issue(it);
-        }
+        issue(it);
         DSPARKCTL_WS_PRO(tid == 256, 7 + it - tile_begin)
         DSPARKCTL_WS_TL(0);  // copies issued
       }
       for (int it = tile_begin; it < tile_end; ++it) {
         convert(it);
-        // (kCopy1 = 2: tile 0's conversion put a producer barrier after every thread's tile 1 offsets)
-        if (kCopy1 == 2 && it == tile_begin && it + 1 < tile_end) ws_copies(it + 1, warp - 8);
         if (it + 2 < tile_end) {
           if constexpr (R == 3) {
             // tile it + 2's slot is tile it - 2's (kSlots 4), and with 3 buffers tile it may land
@@ -3648,11 +3634,6 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
     else setmaxnreg_inc<W::REGS_PV>();
     DSPARKCTL_WS_TL_DECL
     if constexpr (R == 3) {
-      // (kCopy1 = 1: tile 1 from the producer's offsets, as soon as Q is in shared memory)
-      if (kCopy1 == 1 && tile_begin + 1 < tile_end) {
-        mbar_wait(&offs[1], 0u);
-        ws_copies(tile_begin + 1, wl);
-      }
       // tile 2 into Q's region once warpgroup 0 holds Q in registers (tiles 0 and 1: the producer)
       nbar_sync(kWsQFree, kCT);
       if (tile_begin + 2 < tile_end) {
@@ -3745,9 +3726,9 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       DSPARKCTL_WS_EV(tid == 128, j, kEvWg1PV)
       if (kWsConsumerCopies && it + R < tile_end) {
         // v37: tile j + R into this buffer once warpgroup 0 is done with tile j too (R = 3: offs[b]'s
-        // first phase is tile b's for b = 2, tile b + 3's for b < 2; kCopy1 = 1: offs[1]'s is tile 1's)
+        // first phase is tile b's for b = 2, tile b + 3's for b < 2)
         mbar_wait(&empty[b], phase_of(j));
-        mbar_wait(&offs[b], R == 3 ? uint32_t(j / 3 + (b == 2 || (kCopy1 == 1 && b == 1) ? 1 : 0)) & 1u : phase_of(j));
+        mbar_wait(&offs[b], R == 3 ? uint32_t(j / 3 + (b == 2 ? 1 : 0)) & 1u : phase_of(j));
         ws_copies(it + R, wl);
       }
       DSPARKCTL_WS_TL(2);  // copies of tile j + 2 issued

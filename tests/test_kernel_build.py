@@ -184,7 +184,8 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     (-DDSPARKCTL_DEQ_SW_HALVES=0, -DDSPARKCTL_WS_LO_SPLIT16=0, sm_90a) and v65's
     (-DDSPARKCTL_WS_TAIL16=0, sm_90a) and v66's (-DDSPARKCTL_WS_DIMS_SPLIT=0, sm_90a) and session 38's
     candidate (-DDSPARKCTL_WS_DIMS_PARTIALS=1, sm_90a) and v67's (-DDSPARKCTL_WS_DH_DIRECT=0, sm_90a)
-    and v68's (-DDSPARKCTL_WS_DH_RING3=0, sm_90a), and session 40's per-tile timeline points
+    and v68's (-DDSPARKCTL_WS_DH_RING3=0, sm_90a) and v70's (-DDSPARKCTL_FINISH_ROWS_LOOP=0, sm_90a),
+    and session 40's per-tile timeline points
     (-DDSPARKCTL_TIMELINE -DDSPARKCTL_TL_EVENTS, sm_90a), as
     {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
     if build.find_nvcc() is None:
@@ -232,6 +233,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_90a_tl_prologue": ["-arch=sm_90a", "-DDSPARKCTL_TIMELINE", "-DDSPARKCTL_TL_EVENTS", "-DDSPARKCTL_TL_PROLOGUE"],
         "sm_90a_no_ws_q_early": ["-arch=sm_90a", "-DDSPARKCTL_WS_Q_EARLY=0"],
         "sm_90a_ws_q_early2": ["-arch=sm_90a", "-DDSPARKCTL_WS_Q_EARLY=2"],
+        "sm_90a_no_finish_rows_loop": ["-arch=sm_90a", "-DDSPARKCTL_FINISH_ROWS_LOOP=0"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -850,6 +852,22 @@ def test_ws_q_early_moves_q_loads_before_the_lengths_in_the_one_cta_ws_kernels(k
     for n in one_cta | {halves}:
         for op in ("ld.global.nc.v4.u32", "ld.global.nc.s32", "wgmma.mma_async", "bar.sync", "bar.arrive", "mbarrier.try_wait"):
             assert v68[n].count(op) == v69[n].count(op) == all2[n].count(op), (n, op)
+
+
+def test_finish_rows_loop_rolls_only_the_32_head_large_kernels_row_finish(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """v70's -DDSPARKCTL_FINISH_ROWS_LOOP (1 by default; 0 rebuilds v69): the v30 transposed tiles'
+    row finish (the 32-head LARGE kernels, both copy paths) runs its 4 rows as a rolled loop. Each of
+    its two call sites then holds one row's lse store, sink load and log, not four: 4 lse stores a
+    kernel instead of 16, and fewer PTX lines. No other kernel changes, and the MMAs and barriers stay."""
+    v69, v70 = kernel_ptx["sm_90a_no_finish_rows_loop"], kernel_ptx["sm_90a"]
+    large32 = {"sparse_mla_decode_kernelILi2ELi64ELi16E", "sparse_mla_decode_kernelILi2ELi64ELi8E"}
+    assert {n for n in v69 if v69[n] != v70[n]} == large32
+    for n in large32:
+        assert v69[n].count("st.global.f32") == 16 and v70[n].count("st.global.f32") == 4, n
+        assert v69[n].count("lg2.approx") == 4 * v70[n].count("lg2.approx") > 0, n
+        assert v70[n].count("\n") < v69[n].count("\n") - 800, n
+        for op in ("wgmma.mma_async", "bar.sync", "mma.sync"):
+            assert v69[n].count(op) == v70[n].count(op), (n, op)
 
 
 def test_tl_events_build_adds_points_to_the_ws_kernels_only(kernel_ptx: dict[str, dict[str, str]]) -> None:
