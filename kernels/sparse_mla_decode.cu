@@ -350,25 +350,23 @@ static_assert(DSPARKCTL_WS_DH_DIRECT == 0 || DSPARKCTL_WS_DH_DIRECT == 1, "on or
 #endif
 static_assert(DSPARKCTL_WS_DH_RING3 == 0 || DSPARKCTL_WS_DH_RING3 == 1, "on or off");
 [[maybe_unused]] constexpr bool kWsDhRing3 = DSPARKCTL_WS_DH_RING3 == 1;
-// Session 44 candidate (DSPARKCTL_WS_DH_COPY1, off by default): in the halves kernel (ring of 3) the
-// producer prepares tile 1's offsets right after issuing tile 0's copies and converts tile 0 next;
-// tile 1's copies are issued by warpgroup 1 once Q is in shared memory (=1; from the offsets posted
-// on offs[1], whose first phase is then tile 1's) or by the producer after converting tile 0 (=2).
-// Why: session 43's flight diagnostic (bench/results/kernel_h200_ws_flight/) had tile 0's rows land
-// ~260 cycles after their copies, but read only ~2,400 cycles later, after tile 1's prep, barrier
-// and copy issue; converting tile 0 before tile 1's prep (DSPARKCTL_WS_DH_CONV0_FIRST) published it
-// ~2,600 cycles earlier and delayed tile 1 by its whole prep and issue. This keeps tile 1's prep
-// ahead of tile 0's conversion and takes only the copy issue out of tile 0's way.
-// (session 44, with COPY1) DSPARKCTL_WS_DH_Q_LEAN=1: session 41's Q_LEAN (the usual case, no row
-// shift, a branch-free loop without the multiply by 1; same values) in the halves kernel only.
-#ifndef DSPARKCTL_WS_DH_Q_LEAN
-#define DSPARKCTL_WS_DH_Q_LEAN 0
-#endif
-static_assert(DSPARKCTL_WS_DH_Q_LEAN == 0 || DSPARKCTL_WS_DH_Q_LEAN == 1, "on or off");
+// v71 (session 44, DSPARKCTL_WS_DH_COPY1; 1 by default, 0 rebuilds v70): in the halves kernel (ring
+// of 3) the producer prepares tile 1's offsets right after issuing tile 0's copies and converts tile 0
+// next; warpgroup 1 issues tile 1's copies once Q is in shared memory, from the offsets the producer
+// posts on offs[1] (an mbarrier, whose first phase is then tile 1's). v70 prepared and issued tile 1
+// before converting tile 0. Why: session 43's flight diagnostic (bench/results/kernel_h200_ws_flight/)
+// had tile 0's rows land ~260 cycles after their copies and be read ~2,400 cycles later, after tile 1's
+// prep, barrier and copy issue; converting tile 0 before tile 1's prep (session 43's CONV0_FIRST)
+// published it ~2,600 cycles earlier but delayed tile 1 by its whole prep and issue. Here only the copy
+// issue (~500 cycles) moves out of tile 0's way, to a warpgroup that is idle then. Outputs bit for bit.
+// H200, same call (bench/results/kernel_h200_ws_dh_copy1/): DSpark T = 50 15.20 -> 15.14 us (5 rounds,
+// run1) and 15.21 -> 15.06 (6 rounds, run2, every round below v70's best); the other rows within noise.
+// Tile 0 is looked at ~860 cycles earlier but its conversion, beside the consumers' Q conversion,
+// takes ~3,400 cycles instead of ~2,500, so it is published at about the same cycle (run1's points).
 #ifndef DSPARKCTL_WS_DH_COPY1
-#define DSPARKCTL_WS_DH_COPY1 0
+#define DSPARKCTL_WS_DH_COPY1 1
 #endif
-static_assert(DSPARKCTL_WS_DH_COPY1 >= 0 && DSPARKCTL_WS_DH_COPY1 <= 2, "0, 1 (warpgroup 1) or 2 (the producer, later)");
+static_assert(DSPARKCTL_WS_DH_COPY1 == 0 || DSPARKCTL_WS_DH_COPY1 == 1, "on or off");
 
 // v70 (session 44, DSPARKCTL_FINISH_ROWS_LOOP; 1 by default, 0 rebuilds v69): the v30 transposed
 // tiles' row finish (finish_rows_t: the lse and each row's output factor, inlined under the last P.V
@@ -2960,7 +2958,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   auto kv_tile = [&](int b) { return reinterpret_cast<__nv_bfloat16*>(kv_buf(b)); };
   auto buf_of = [&](int j) { return R == 3 ? j % 3 : j & 1; };
   auto phase_of = [&](int j) { return uint32_t(R == 3 ? j / 3 : j >> 1) & 1u; };
-  constexpr int kCopy1 = R == 3 ? DSPARKCTL_WS_DH_COPY1 : 0;  // (the halves kernel's ring only)
+  constexpr bool kCopy1 = R == 3 && DSPARKCTL_WS_DH_COPY1 == 1;  // v71 (the halves kernel's ring only)
 
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   const int tid = threadIdx.x;
@@ -3275,11 +3273,11 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       // warpgroup 1 as soon as the consumers free its buffer (tile j - 2), from the offsets the
       // producer posts on offs[] right after converting tile j - 2. So no copy issue (~2,000
       // cycles a tile, v36) sits in the producer's loop, and the producer never waits for a buffer.
-      // (kCopy1: tile 1's offsets only here, its copies by warpgroup 1 or after tile 0's conversion)
+      // (kCopy1, v71: tile 1's offsets only here, posted on offs[1]; warpgroup 1 copies it)
       for (int it = tile_begin; it < tile_end && it < tile_begin + 2; ++it) {
-        if (kCopy1 != 0 && it > tile_begin) {
+        if (kCopy1 && it > tile_begin) {
           prep(it, true);
-          if constexpr (kCopy1 == 1) mbar_arrive(&offs[1]);
+          mbar_arrive(&offs[1]);
         } else {
           issue(it);
         }
@@ -3288,8 +3286,6 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       }
       for (int it = tile_begin; it < tile_end; ++it) {
         convert(it);
-        // (kCopy1 = 2: tile 0's conversion put a producer barrier after every thread's tile 1 offsets)
-        if (kCopy1 == 2 && it == tile_begin && it + 1 < tile_end) ws_copies(it + 1, warp - 8);
         if (it + 2 < tile_end) {
           if constexpr (R == 3) {
             // tile it + 2's slot is tile it - 2's (kSlots 4), and with 3 buffers tile it may land
@@ -3366,16 +3362,6 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   }
   // (the main kernel's loop, inline there and here: as a shared function ptxas schedules both
   // kernels differently, and their SASS is what the GPU tests measured)
-  if (DH && DSPARKCTL_WS_DH_Q_LEAN == 1 && !q_slow) {
-#pragma unroll
-    for (int i = 0; i < QR::QN; ++i) {
-      const int r = (tid + i * kCT) / (kD / 8);
-      const uint4 v = qv[i];
-      const uint4 h = make_uint4(pack_f16(bf16_lo(v.x), bf16_hi(v.x)), pack_f16(bf16_lo(v.y), bf16_hi(v.y)),
-                                 pack_f16(bf16_lo(v.z), bf16_hi(v.z)), pack_f16(bf16_lo(v.w), bf16_hi(v.w)));
-      *reinterpret_cast<uint4*>(sQ + sw128_off<M>(r, (tid % (kD / 8)) * 8)) = q_nope_col ? h : v;
-    }
-  } else
 #pragma unroll
   for (int i = 0; i < QR::QN; ++i) {
     const int k = tid + i * kCT;
@@ -3672,8 +3658,8 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
     else setmaxnreg_inc<W::REGS_PV>();
     DSPARKCTL_WS_TL_DECL
     if constexpr (R == 3) {
-      // (kCopy1 = 1: tile 1 from the producer's offsets, as soon as Q is in shared memory)
-      if (kCopy1 == 1 && tile_begin + 1 < tile_end) {
+      // (kCopy1, v71: tile 1 from the producer's offsets, as soon as Q is in shared memory)
+      if (kCopy1 && tile_begin + 1 < tile_end) {
         mbar_wait(&offs[1], 0u);
         ws_copies(tile_begin + 1, wl);
       }
@@ -3769,9 +3755,9 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       DSPARKCTL_WS_EV(tid == 128, j, kEvWg1PV)
       if (kWsConsumerCopies && it + R < tile_end) {
         // v37: tile j + R into this buffer once warpgroup 0 is done with tile j too (R = 3: offs[b]'s
-        // first phase is tile b's for b = 2, tile b + 3's for b < 2; kCopy1 = 1: offs[1]'s is tile 1's)
+        // first phase is tile b's for b = 2, tile b + 3's for b < 2; kCopy1: offs[1]'s is tile 1's)
         mbar_wait(&empty[b], phase_of(j));
-        mbar_wait(&offs[b], R == 3 ? uint32_t(j / 3 + (b == 2 || (kCopy1 == 1 && b == 1) ? 1 : 0)) & 1u : phase_of(j));
+        mbar_wait(&offs[b], R == 3 ? uint32_t(j / 3 + (b == 2 || (kCopy1 && b == 1) ? 1 : 0)) & 1u : phase_of(j));
         ws_copies(it + R, wl);
       }
       DSPARKCTL_WS_TL(2);  // copies of tile j + 2 issued
