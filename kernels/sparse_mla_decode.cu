@@ -360,7 +360,8 @@ static_assert(DSPARKCTL_WS_DH_RING3 == 0 || DSPARKCTL_WS_DH_RING3 == 1, "on or o
 // published it ~2,600 cycles earlier but delayed tile 1 by its whole prep and issue. Here only the copy
 // issue (~500 cycles) moves out of tile 0's way, to a warpgroup that is idle then. Outputs bit for bit.
 // H200, same call (bench/results/kernel_h200_ws_dh_copy1/): DSpark T = 50 15.20 -> 15.14 us (5 rounds,
-// run1) and 15.21 -> 15.06 (6 rounds, run2, every round below v70's best); the other rows within noise.
+// run1), 15.21 -> 15.06 (6 rounds, run2, every round below v70's best) and 15.31 -> 15.21 (8 rounds,
+// run3, this build against =0); the other rows within noise.
 // Tile 0 is looked at ~860 cycles earlier but its conversion, beside the consumers' Q conversion,
 // takes ~3,400 cycles instead of ~2,500, so it is published at about the same cycle (run1's points).
 #ifndef DSPARKCTL_WS_DH_COPY1

@@ -184,7 +184,8 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     (-DDSPARKCTL_DEQ_SW_HALVES=0, -DDSPARKCTL_WS_LO_SPLIT16=0, sm_90a) and v65's
     (-DDSPARKCTL_WS_TAIL16=0, sm_90a) and v66's (-DDSPARKCTL_WS_DIMS_SPLIT=0, sm_90a) and session 38's
     candidate (-DDSPARKCTL_WS_DIMS_PARTIALS=1, sm_90a) and v67's (-DDSPARKCTL_WS_DH_DIRECT=0, sm_90a)
-    and v68's (-DDSPARKCTL_WS_DH_RING3=0, sm_90a) and v70's (-DDSPARKCTL_FINISH_ROWS_LOOP=0, sm_90a),
+    and v68's (-DDSPARKCTL_WS_DH_RING3=0, sm_90a) and v70's (-DDSPARKCTL_FINISH_ROWS_LOOP=0, sm_90a) and
+    v71's (-DDSPARKCTL_WS_DH_COPY1=0, sm_90a),
     and session 40's per-tile timeline points
     (-DDSPARKCTL_TIMELINE -DDSPARKCTL_TL_EVENTS, sm_90a), as
     {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
@@ -234,6 +235,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_90a_no_ws_q_early": ["-arch=sm_90a", "-DDSPARKCTL_WS_Q_EARLY=0"],
         "sm_90a_ws_q_early2": ["-arch=sm_90a", "-DDSPARKCTL_WS_Q_EARLY=2"],
         "sm_90a_no_finish_rows_loop": ["-arch=sm_90a", "-DDSPARKCTL_FINISH_ROWS_LOOP=0"],
+        "sm_90a_no_ws_dh_copy1": ["-arch=sm_90a", "-DDSPARKCTL_WS_DH_COPY1=0"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -399,7 +401,10 @@ def test_only_the_16_byte_ws_kernel_prefetches_into_l2(kernel_ptx: dict[str, dic
     warp-specialized kernels only and has no prefetch."""
     with_insn = sorted(n for n, b in kernel_ptx["sm_90a"].items() if "prefetch" in b)
     assert len(with_insn) == 2 and all("ILi16E" in n and "ws_kernel" in n for n in with_insn), with_insn  # v66: and its halves
-    assert all(kernel_ptx["sm_90a"][n].count("cp.async.bulk.prefetch.L2.global") == 1 for n in with_insn)
+    # one prefetch site (the prep of tile j + 2); v71's halves kernel also prepares tile 1 ahead of its copies
+    for k, halves_sites in (("sm_90a", 2), ("sm_90a_no_ws_dh_copy1", 1)):
+        for n in with_insn:
+            assert kernel_ptx[k][n].count("cp.async.bulk.prefetch.L2.global") == (halves_sites if "dims" in n else 1), (k, n)
     for name, _, var in _ws_kernels_of(kernel_ptx, "sm_90a_ws_no_pf"):
         assert "prefetch" not in var, name
     for k in ("sm_120a", "sm_90a_no_wgmma"):
@@ -743,8 +748,9 @@ def test_ws_dims_split_adds_one_kernel_and_moves_nothing(kernel_ptx: dict[str, d
     """v66 (-DDSPARKCTL_WS_DIMS_SPLIT=0 rebuilds v65): one kernel more, the 16-byte WS kernel's body
     with DH on (two CTAs per row block, one per half of O's dims, grid.z); every other kernel's PTX
     is v65's. Its producer is the WS kernel's (same conversions, bulk copies and L2 prefetches; v68
-    adds one call site of the bulk copies, warpgroup 1's of tile 2 into Q's region); warpgroup 0
-    runs no P.V."""
+    adds one call site of the bulk copies, warpgroup 1's of tile 2 into Q's region, and v71 another,
+    warpgroup 1's of tile 1, with one more prefetch site: tile 1 prepared ahead of its copies);
+    warpgroup 0 runs no P.V."""
     cand, base = kernel_ptx["sm_90a"], kernel_ptx["sm_90a_no_ws_dims_split"]
 
     def norm(ptx: str) -> str:  # basic-block labels carry the function's index, which the new kernel shifts
@@ -754,10 +760,10 @@ def test_ws_dims_split_adds_one_kernel_and_moves_nothing(kernel_ptx: dict[str, d
     new = set(cand) - set(base)
     assert new == {"sparse_mla_decode_ws_kernel_dimsILi16E"}, sorted(new)
     dh, ws = cand["sparse_mla_decode_ws_kernel_dimsILi16E"], base["sparse_mla_decode_ws_kernelILi16E"]
-    for op in ("cvt.rn.f16x2.e4m3x2", "cp.async.bulk.prefetch.L2"):
-        assert dh.count(op) == ws.count(op), op
+    assert dh.count("cvt.rn.f16x2.e4m3x2") == ws.count("cvt.rn.f16x2.e4m3x2")
+    assert dh.count("cp.async.bulk.prefetch.L2") == ws.count("cp.async.bulk.prefetch.L2") + 1  # v71
     bulk = "cp.async.bulk.shared::cluster.global"
-    assert dh.count(bulk) == ws.count(bulk) + 1
+    assert dh.count(bulk) == ws.count(bulk) + 2  # v68's tile 2, v71's tile 1
     assert 0 < dh.count("wgmma.mma_async") < 2 * ws.count("wgmma.mma_async")
     assert "%ctaid.z" in dh and "%ctaid.z" not in ws
     # a 16-byte-path kernel only (the 8-byte path lands rows elsewhere and keeps one CTA per row block)
@@ -823,7 +829,8 @@ def test_ws_dh_ring3_moves_the_halves_kernels_q_and_its_ring(kernel_ptx: dict[st
     assert cand[n].count("mbarrier.init") == base[n].count("mbarrier.init") + 4
     assert cand[n].count("bar.arrive") == base[n].count("bar.arrive") + 1
     assert cand[n].count("bar.sync") == base[n].count("bar.sync") + 1
-    assert cand[n].count("cp.async.bulk.shared") == base[n].count("cp.async.bulk.shared") + 1
+    # warpgroup 1's copies of tile 2, and since v71 of tile 1 (v71's own pin: its test below)
+    assert cand[n].count("cp.async.bulk.shared") == base[n].count("cp.async.bulk.shared") + 2
 
 
 def _first(ptx: str, op: str) -> int:
@@ -868,6 +875,23 @@ def test_finish_rows_loop_rolls_only_the_32_head_large_kernels_row_finish(kernel
         assert v70[n].count("\n") < v69[n].count("\n") - 800, n
         for op in ("wgmma.mma_async", "bar.sync", "mma.sync"):
             assert v69[n].count(op) == v70[n].count(op), (n, op)
+
+
+def test_ws_dh_copy1_moves_tile_1s_copies_to_warpgroup_1_in_the_halves_kernel_only(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """v71's -DDSPARKCTL_WS_DH_COPY1 (1 by default; 0 rebuilds v70): the halves kernel's warpgroup 1
+    issues tile 1's bulk copies from offsets the producer posts on an mbarrier, so that kernel gains
+    one bulk-copy site (warpgroup 1's tile 1), one mbarrier wait (its offsets) and one L2 prefetch site
+    (tile 1 is now prepared ahead of its copies); its MMAs and named barriers stay, and no other
+    kernel changes."""
+    v70, v71 = kernel_ptx["sm_90a_no_ws_dh_copy1"], kernel_ptx["sm_90a"]
+    halves = "sparse_mla_decode_ws_kernel_dimsILi16E"
+    assert {n for n in v70 if v70[n] != v71[n]} == {halves}
+    a, b = v70[halves], v71[halves]
+    assert b.count("cp.async.bulk.shared::cluster.global") == a.count("cp.async.bulk.shared::cluster.global") + 1
+    assert b.count("mbarrier.try_wait") == a.count("mbarrier.try_wait") + 1
+    assert b.count("cp.async.bulk.prefetch") == a.count("cp.async.bulk.prefetch") + 1
+    for op in ("wgmma.mma_async", "bar.sync", "bar.arrive"):
+        assert a.count(op) == b.count(op), op
 
 
 def test_tl_events_build_adds_points_to_the_ws_kernels_only(kernel_ptx: dict[str, dict[str, str]]) -> None:
