@@ -3664,7 +3664,8 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
         mbar_wait(&offs[1], 0u);
         ws_copies(tile_begin + 1, wl);
       }
-      // tile 2 into Q's region once warpgroup 0 holds Q in registers (tiles 0 and 1: the producer)
+      // tile 2 into Q's region once warpgroup 0 holds Q in registers (tile 0: the producer; tile 1 too
+      // with -DDSPARKCTL_WS_DH_COPY1=0)
       nbar_sync(kWsQFree, kCT);
       if (tile_begin + 2 < tile_end) {
         mbar_wait(&offs[2], 0u);
