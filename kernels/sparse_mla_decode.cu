@@ -373,19 +373,21 @@ static_assert(DSPARKCTL_WS_DH_COPY1 == 0 || DSPARKCTL_WS_DH_COPY1 == 1, "on or o
 // logit a row's finish needs, loaded early. `__ldg(sink + h)` sat behind `!empty`, a condition on the
 // row's sums, so it could not be issued before them: a dependent L2 round trip at the very end, and
 // (in the combine kernels) a second one for the lse, whose store followed the output's (aliasing).
-//   bit 0: every split combine (the combine kernels, the WS kernel's 2-split cluster combine) loads
-//          it with its first loads (the partials; before the cluster rendezvous): the combine is
-//          ~25% of a T = 1 call;
+//   bit 0: the block-per-row combine kernels (calls of > 4 splits: every T = 1 call) load it with
+//          their first loads (the partials): the combine is ~25% of a T = 1 call;
 //   bit 1: the WS kernels' unsplit rows: warpgroup 0 loads its rows' logits into sFact before its
 //          first tile wait and reads them back at the row finish (DSpark T = 50's last tile is the
-//          5-row tail, whose short P.V in warpgroup 1 left that load exposed).
+//          5-row tail, whose short P.V in warpgroup 1 left that load exposed);
+//   bit 2: the warp-row combines (2-4 splits) and the WS kernel's 2-split cluster combine (before
+//          its rendezvous).
 // Same arithmetic on the same value: outputs bit for bit.
 #ifndef DSPARKCTL_SINK_EARLY
-#define DSPARKCTL_SINK_EARLY 3
+#define DSPARKCTL_SINK_EARLY 7
 #endif
-static_assert(DSPARKCTL_SINK_EARLY >= 0 && DSPARKCTL_SINK_EARLY <= 3, "bits 0 and 1");
-constexpr bool kSinkEarly = (DSPARKCTL_SINK_EARLY & 1) != 0;
+static_assert(DSPARKCTL_SINK_EARLY >= 0 && DSPARKCTL_SINK_EARLY <= 7, "bits 0-2");
+constexpr bool kSinkEarlyBlock = (DSPARKCTL_SINK_EARLY & 1) != 0;
 constexpr bool kSinkEarlyWsFinish = (DSPARKCTL_SINK_EARLY & 2) != 0;
+constexpr bool kSinkEarlyRows = (DSPARKCTL_SINK_EARLY & 4) != 0;
 
 // v70 (session 44, DSPARKCTL_FINISH_ROWS_LOOP; 1 by default, 0 rebuilds v69): the v30 transposed
 // tiles' row finish (finish_rows_t: the lse and each row's output factor, inlined under the last P.V
@@ -2734,8 +2736,10 @@ __device__ __forceinline__ void ws_write_rows(const SparseMlaParams& p, const fl
 // (the weights' max skips NaN) or NaN, but L is NaN: it is not empty, and its lse is NaN as with
 // one split and in the reference (before session 28 the combine kernels took it for an empty row,
 // lse +inf, and so did v45's 2-split combine when one split was NaN and the other empty).
-// `sk`: the row's sink logit (`sink_logit`), loaded with the combine's first loads (kSinkEarly);
-// without kSinkEarly it is unused and the sink is read here, after the weights (v71).
+// `sk`: the row's sink logit (`sink_logit`), loaded with the combine's first loads (kEarly: the
+// DSPARKCTL_SINK_EARLY bit of that combine); without kEarly it is unused and the sink is read here,
+// after the weights (v71).
+template <bool kEarly>
 struct CombinedRow {
   bool empty;
   float lse_nat, f, sk;
@@ -2744,16 +2748,17 @@ struct CombinedRow {
     lse_nat = empty ? -INFINITY : (mx + log2f(L)) * kLn2;
     f = empty ? 0.f : 1.f / L;
     sk = sk_early;
-    if (!empty && p.sink != nullptr) f = sink_gate(f, kSinkEarly ? sk : __ldg(p.sink + h), lse_nat);
+    if (!empty && p.sink != nullptr) f = sink_gate(f, kEarly ? sk : __ldg(p.sink + h), lse_nat);
   }
   __device__ __forceinline__ void store_lse(const SparseMlaParams& p, int64_t th, int h) const {
-    if constexpr (kSinkEarly) p.lse[th] = finish_lse_sk(empty, lse_nat, sk, p.lse_base2_sink);
+    if constexpr (kEarly) p.lse[th] = finish_lse_sk(empty, lse_nat, sk, p.lse_base2_sink);
     else p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
   }
 };
-// A combine's early sink load (kSinkEarly), -inf where it is not wanted.
+// A combine's early sink load (kEarly), -inf where it is not wanted.
+template <bool kEarly>
 __device__ __forceinline__ float sink_early(const SparseMlaParams& p, int h) {
-  return kSinkEarly ? sink_logit(p.sink, h) : -INFINITY;
+  return kEarly ? sink_logit(p.sink, h) : -INFINITY;
 }
 
 // v45: rows [M/2 split, M/2 (split + 1)) of the (token, head block) from this CTA's and the peer's
@@ -2794,9 +2799,9 @@ __device__ __forceinline__ void ws_cluster_combine(const SparseMlaParams& p, con
                                                    int t, int h0, int split, int tid, Mark&& mark) {
   static_assert(M / 2 == 32 && N % 64 == 0, "one row per lane");
   constexpr bool loads = (kTlCombineProbe & 1) == 0, stores = (kTlCombineProbe & 2) == 0;  // (shipped: both)
-  // this lane's row's sink logit, in flight across the rendezvous (kSinkEarly)
+  // this lane's row's sink logit, in flight across the rendezvous (kSinkEarlyRows)
   float sk = -INFINITY;
-  if constexpr (kSinkEarly) {
+  if constexpr (kSinkEarlyRows) {
     const int hr = h0 + (M / 2) * split + tid % 32;
     if (hr < p.H) sk = sink_logit(p.sink, hr);
   }
@@ -2814,7 +2819,7 @@ __device__ __forceinline__ void ws_cluster_combine(const SparseMlaParams& p, con
       const float mx = fmaxf(l0, l1);
       w0 = l0 == -INFINITY ? 0.f : exp2f(l0 - mx);
       w1 = l1 == -INFINITY ? 0.f : exp2f(l1 - mx);
-      const CombinedRow cr(p, h, mx, w0 + w1, sk);
+      const CombinedRow<kSinkEarlyRows> cr(p, h, mx, w0 + w1, sk);
       wf = cr.f;
       if (tid < 32) {
         if constexpr (stores) {
@@ -3975,7 +3980,7 @@ __global__ void __launch_bounds__(128 * G, combine_min_blocks<B, G>()) sparse_ml
     v[j] = make_float4(0.f, 0.f, 0.f, 0.f);
     if (s < num_splits) v[j] = *reinterpret_cast<const float4*>(src + int64_t(s) * kD);
   }
-  const float sk = sink_early(p, h);
+  const float sk = sink_early<kSinkEarlyBlock>(p, h);
   const SplitWeights sw = split_weights(lse_s, num_splits, lane);
   const float mx = sw.mx, e0 = sw.e0, e1 = sw.e1, L = sw.L;
   float4 acc[R];
@@ -4027,7 +4032,7 @@ __global__ void __launch_bounds__(128 * G, combine_min_blocks<B, G>()) sparse_ml
       o.x += a.x; o.y += a.y; o.z += a.z; o.w += a.w;
     }
   }
-  const CombinedRow cr(p, h, mx, L, sk);
+  const CombinedRow<kSinkEarlyBlock> cr(p, h, mx, L, sk);
   const float f = cr.f;
   uint2 packed = make_uint2(pack_bf16(o.x * f, o.y * f), pack_bf16(o.z * f, o.w * f));
   *reinterpret_cast<uint2*>(reinterpret_cast<__nv_bfloat16*>(p.out) + th * kD + lt * 4) = packed;
@@ -4067,7 +4072,7 @@ __global__ void __launch_bounds__(128) sparse_mla_combine_warp_kernel(const Spar
   for (int s = 0; s < S; ++s)
 #pragma unroll
     for (int k = 0; k < 4; ++k) v[s][k] = *reinterpret_cast<const float4*>(src + int64_t(s) * kD + k * 128);
-  const float sk = sink_early(p, h);
+  const float sk = sink_early<kSinkEarlyRows>(p, h);
   const SplitWeights sw = split_weights(lse_s, num_splits, lane);
   const float mx = sw.mx, e0 = sw.e0, L = sw.L;
   // accumulator s holds w_s v_s (or 0 for a zero weight, never multiplied in)
@@ -4084,7 +4089,7 @@ __global__ void __launch_bounds__(128) sparse_mla_combine_warp_kernel(const Spar
       a = r;
     }
   }
-  const CombinedRow cr(p, h, mx, L, sk);
+  const CombinedRow<kSinkEarlyRows> cr(p, h, mx, L, sk);
   const float f = cr.f;
 #pragma unroll
   for (int k = 0; k < 4; ++k) {
