@@ -369,25 +369,23 @@ static_assert(DSPARKCTL_WS_DH_RING3 == 0 || DSPARKCTL_WS_DH_RING3 == 1, "on or o
 #endif
 static_assert(DSPARKCTL_WS_DH_COPY1 == 0 || DSPARKCTL_WS_DH_COPY1 == 1, "on or off");
 
-// Session 45 candidate (DSPARKCTL_SINK_EARLY, bits; 3 by default, 0 rebuilds v71): the attention-sink
-// logit a row's finish needs, loaded early. `__ldg(sink + h)` sat behind `!empty`, a condition on the
-// row's sums, so it could not be issued before them: a dependent L2 round trip at the very end, and
-// (in the combine kernels) a second one for the lse, whose store followed the output's (aliasing).
-//   bit 0: the block-per-row combine kernels (calls of > 4 splits: every T = 1 call) load it with
-//          their first loads (the partials): the combine is ~25% of a T = 1 call;
-//   bit 1: the WS kernels' unsplit rows: warpgroup 0 loads its rows' logits into sFact before its
-//          first tile wait and reads them back at the row finish (DSpark T = 50's last tile is the
-//          5-row tail, whose short P.V in warpgroup 1 left that load exposed);
-//   bit 2: the warp-row combines (2-4 splits) and the WS kernel's 2-split cluster combine (before
-//          its rendezvous).
-// Same arithmetic on the same value: outputs bit for bit.
+// v72 (session 45, DSPARKCTL_SINK_EARLY; 1 by default, 0 rebuilds v71): the block-per-row combine
+// kernels (calls of > 4 splits: every T = 1 call) load their row's attention-sink logit with their
+// first loads (the partials). `__ldg(sink + h)` sat behind `!empty`, a condition on the split
+// weights, so it could not be issued before them: a dependent L2 round trip after the weights, and a
+// second one for the lse, loaded again behind the output's store (aliasing). Same arithmetic on the
+// same value: outputs bit for bit. H200, same call, 6 rounds twice against v71
+// (bench/results/kernel_h200_sink_early/): every T = 1 row 0.09-0.37 us faster in both calls (128
+// heads +512: 9.87 -> 9.73 and 9.86 -> 9.78; 16 heads +1024 -0.26 / -0.37), DSpark +512 T = 25
+// -0.19 / -0.35, the 16-head T = 8 rows -0.36 / -0.51. The same early load in the warp-row combines
+// (2-4 splits) and the WS 2-split cluster combine gained nowhere and read DSpark T = 10 +0.17 in both
+// calls; in the WS kernels' unsplit row finish (warpgroup 0's rows' logits in sFact before its first
+// tile) it left DSpark T = 50 where it was. Both were measured and removed (rejected_parts.patch there).
 #ifndef DSPARKCTL_SINK_EARLY
-#define DSPARKCTL_SINK_EARLY 7
+#define DSPARKCTL_SINK_EARLY 1
 #endif
-static_assert(DSPARKCTL_SINK_EARLY >= 0 && DSPARKCTL_SINK_EARLY <= 7, "bits 0-2");
-constexpr bool kSinkEarlyBlock = (DSPARKCTL_SINK_EARLY & 1) != 0;
-constexpr bool kSinkEarlyWsFinish = (DSPARKCTL_SINK_EARLY & 2) != 0;
-constexpr bool kSinkEarlyRows = (DSPARKCTL_SINK_EARLY & 4) != 0;
+static_assert(DSPARKCTL_SINK_EARLY == 0 || DSPARKCTL_SINK_EARLY == 1, "on or off");
+constexpr bool kSinkEarlyBlock = DSPARKCTL_SINK_EARLY == 1;
 
 // v70 (session 44, DSPARKCTL_FINISH_ROWS_LOOP; 1 by default, 0 rebuilds v69): the v30 transposed
 // tiles' row finish (finish_rows_t: the lse and each row's output factor, inlined under the last P.V
@@ -1347,24 +1345,16 @@ __device__ __forceinline__ float row_lse2(float m, float l) { return row_empty(m
 // A finished output row (head h of token t, running max m in base 2 and sum l): its lse is
 // written by `writer` (the final lse with one split, the base-2 partial lse otherwise) and the
 // factor its O row is scaled by returned (0 for an empty row).
-// kGiven (kSinkEarlyWsFinish): the row's sink logit is `sk`, loaded earlier, not read here.
-template <bool kGiven = false>
 __device__ __forceinline__ float finish_row(const SparseMlaParams& p, int t, int h, int split, int num_splits,
-                                            float m, float l, bool writer, float sk = 0.f) {
+                                            float m, float l, bool writer) {
   const bool empty = row_empty(m, l);
   const float lse2 = row_lse2(m, l);
   const int64_t th = int64_t(t) * p.H + h;
   float f;
   if (num_splits == 1) {
     const float lse_nat = lse2 * kLn2;
-    if constexpr (kGiven) {
-      f = empty ? 0.f : 1.f / l;
-      if (!empty && p.sink != nullptr) f = sink_gate(f, sk, lse_nat);
-      if (h < p.H && writer) p.lse[th] = finish_lse_sk(empty, lse_nat, sk, p.lse_base2_sink);
-    } else {
-      f = out_factor(empty, l, lse_nat, p.sink, h < p.H ? h : 0);
-      if (h < p.H && writer) p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
-    }
+    f = out_factor(empty, l, lse_nat, p.sink, h < p.H ? h : 0);
+    if (h < p.H && writer) p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
   } else {
     f = empty ? 0.f : 1.f / l;
     if (h < p.H && writer) p.ws_lse[th * num_splits + split] = lse2;
@@ -2736,9 +2726,9 @@ __device__ __forceinline__ void ws_write_rows(const SparseMlaParams& p, const fl
 // (the weights' max skips NaN) or NaN, but L is NaN: it is not empty, and its lse is NaN as with
 // one split and in the reference (before session 28 the combine kernels took it for an empty row,
 // lse +inf, and so did v45's 2-split combine when one split was NaN and the other empty).
-// `sk`: the row's sink logit (`sink_logit`), loaded with the combine's first loads (kEarly: the
-// DSPARKCTL_SINK_EARLY bit of that combine); without kEarly it is unused and the sink is read here,
-// after the weights (v71).
+// `sk`: the row's sink logit (`sink_logit`), loaded with the combine's first loads (kEarly: v72's
+// block combine kernels); without kEarly it is unused and the sink is read here, after the weights
+// (the warp-row and cluster combines: v71's).
 template <bool kEarly>
 struct CombinedRow {
   bool empty;
@@ -2755,11 +2745,6 @@ struct CombinedRow {
     else p.lse[th] = finish_lse(empty, lse_nat, p.sink, h, p.lse_base2_sink);
   }
 };
-// A combine's early sink load (kEarly), -inf where it is not wanted.
-template <bool kEarly>
-__device__ __forceinline__ float sink_early(const SparseMlaParams& p, int h) {
-  return kEarly ? sink_logit(p.sink, h) : -INFINITY;
-}
 
 // v45: rows [M/2 split, M/2 (split + 1)) of the (token, head block) from this CTA's and the peer's
 // staged rows (ld.shared::cluster), by `N` threads, 8 dims each: the combine kernels' arithmetic
@@ -2799,12 +2784,6 @@ __device__ __forceinline__ void ws_cluster_combine(const SparseMlaParams& p, con
                                                    int t, int h0, int split, int tid, Mark&& mark) {
   static_assert(M / 2 == 32 && N % 64 == 0, "one row per lane");
   constexpr bool loads = (kTlCombineProbe & 1) == 0, stores = (kTlCombineProbe & 2) == 0;  // (shipped: both)
-  // this lane's row's sink logit, in flight across the rendezvous (kSinkEarlyRows)
-  float sk = -INFINITY;
-  if constexpr (kSinkEarlyRows) {
-    const int hr = h0 + (M / 2) * split + tid % 32;
-    if (hr < p.H) sk = sink_logit(p.sink, hr);
-  }
   ws_cluster_sync();  // both CTAs' rows and lse staged
   mark(25);
   const uint32_t peer = uint32_t(split) ^ 1u;  // cluster (1, 2, 1): rank = blockIdx.y = split
@@ -2819,7 +2798,7 @@ __device__ __forceinline__ void ws_cluster_combine(const SparseMlaParams& p, con
       const float mx = fmaxf(l0, l1);
       w0 = l0 == -INFINITY ? 0.f : exp2f(l0 - mx);
       w1 = l1 == -INFINITY ? 0.f : exp2f(l1 - mx);
-      const CombinedRow<kSinkEarlyRows> cr(p, h, mx, w0 + w1, sk);
+      const CombinedRow<false> cr(p, h, mx, w0 + w1, -INFINITY);
       wf = cr.f;
       if (tid < 32) {
         if constexpr (stores) {
@@ -3544,17 +3523,6 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       fence_proxy_async_smem();
       ws_handoff(kWsQFree, kCT);  // (the racecheck build: a rendezvous, as P's hand-offs)
     }
-    // kSinkEarlyWsFinish: an unsplit call's row finish takes its rows' sink logits from sFact, put
-    // there now by each quad's lane 0 (the load lands while the warp waits for its first tile)
-    if constexpr (kSinkEarlyWsFinish) {
-      if (num_splits == 1 && (lane & 3) == 0) {
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          const int row = wl * 16 + (lane >> 2) + 8 * i;
-          sFact[row] = h0 + row < p.H ? sink_logit(p.sink, h0 + row) : -INFINITY;
-        }
-      }
-    }
     for (int it = tile_begin; it < tile_end; ++it) {
       const int j = it - tile_begin, b = buf_of(j), pb = R == 3 ? j & 1 : b;
       mbar_wait(&full[b], phase_of(j));
@@ -3704,22 +3672,12 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       DSPARKCTL_WS_TL(5);  // P.V (dims 0-255)
     }
     // the rows' sums over the quad, then their lse and output factors
-    [[maybe_unused]] float sk_row[2] = {0.f, 0.f};  // kSinkEarlyWsFinish: the logits lane 0 put in sFact
-    if constexpr (kSinkEarlyWsFinish) {
-      if (num_splits == 1) {
-        __syncwarp();
-#pragma unroll
-        for (int i = 0; i < 2; ++i) sk_row[i] = sFact[wl * 16 + (lane >> 2) + 8 * i];
-        __syncwarp();  // read by the whole quad before lane 0 overwrites them with the factors
-      }
-    }
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       l_run[i] += __shfl_xor_sync(0xffffffffu, l_run[i], 1);
       l_run[i] += __shfl_xor_sync(0xffffffffu, l_run[i], 2);
       const int row = wl * 16 + (lane >> 2) + 8 * i;
-      const float f = finish_row<kSinkEarlyWsFinish>(p, t, h0 + row, split, num_splits, m_run[i], l_run[i],
-                                                     (lane & 3) == 0 && half == 0, sk_row[i]);
+      const float f = finish_row(p, t, h0 + row, split, num_splits, m_run[i], l_run[i], (lane & 3) == 0 && half == 0);
       if ((lane & 3) == 0) sFact[row] = f;
       if constexpr (kWsClusterCombine) {
         if ((lane & 3) == 0) reinterpret_cast<float*>(smem + W::OFF_LSE2)[row] = row_lse2(m_run[i], l_run[i]);
@@ -3980,7 +3938,7 @@ __global__ void __launch_bounds__(128 * G, combine_min_blocks<B, G>()) sparse_ml
     v[j] = make_float4(0.f, 0.f, 0.f, 0.f);
     if (s < num_splits) v[j] = *reinterpret_cast<const float4*>(src + int64_t(s) * kD);
   }
-  const float sk = sink_early<kSinkEarlyBlock>(p, h);
+  const float sk = kSinkEarlyBlock ? sink_logit(p.sink, h) : -INFINITY;
   const SplitWeights sw = split_weights(lse_s, num_splits, lane);
   const float mx = sw.mx, e0 = sw.e0, e1 = sw.e1, L = sw.L;
   float4 acc[R];
@@ -4072,7 +4030,6 @@ __global__ void __launch_bounds__(128) sparse_mla_combine_warp_kernel(const Spar
   for (int s = 0; s < S; ++s)
 #pragma unroll
     for (int k = 0; k < 4; ++k) v[s][k] = *reinterpret_cast<const float4*>(src + int64_t(s) * kD + k * 128);
-  const float sk = sink_early<kSinkEarlyRows>(p, h);
   const SplitWeights sw = split_weights(lse_s, num_splits, lane);
   const float mx = sw.mx, e0 = sw.e0, L = sw.L;
   // accumulator s holds w_s v_s (or 0 for a zero weight, never multiplied in)
@@ -4089,7 +4046,7 @@ __global__ void __launch_bounds__(128) sparse_mla_combine_warp_kernel(const Spar
       a = r;
     }
   }
-  const CombinedRow<kSinkEarlyRows> cr(p, h, mx, L, sk);
+  const CombinedRow<false> cr(p, h, mx, L, -INFINITY);
   const float f = cr.f;
 #pragma unroll
   for (int k = 0; k < 4; ++k) {

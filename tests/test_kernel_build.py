@@ -185,7 +185,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     (-DDSPARKCTL_WS_TAIL16=0, sm_90a) and v66's (-DDSPARKCTL_WS_DIMS_SPLIT=0, sm_90a) and session 38's
     candidate (-DDSPARKCTL_WS_DIMS_PARTIALS=1, sm_90a) and v67's (-DDSPARKCTL_WS_DH_DIRECT=0, sm_90a)
     and v68's (-DDSPARKCTL_WS_DH_RING3=0, sm_90a) and v70's (-DDSPARKCTL_FINISH_ROWS_LOOP=0, sm_90a) and
-    v71's (-DDSPARKCTL_WS_DH_COPY1=0, sm_90a) and session 45's (-DDSPARKCTL_SINK_EARLY=0, sm_90a),
+    v71's (-DDSPARKCTL_WS_DH_COPY1=0, sm_90a) and v72's (-DDSPARKCTL_SINK_EARLY=0, sm_90a),
     and session 40's per-tile timeline points
     (-DDSPARKCTL_TIMELINE -DDSPARKCTL_TL_EVENTS, sm_90a), as
     {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
@@ -895,28 +895,23 @@ def test_ws_dh_copy1_moves_tile_1s_copies_to_warpgroup_1_in_the_halves_kernel_on
         assert a.count(op) == b.count(op), op
 
 
-def test_sink_early_loads_each_rows_sink_logit_once_and_ahead(kernel_ptx: dict[str, dict[str, str]]) -> None:
-    """Session 45's -DDSPARKCTL_SINK_EARLY (all bits by default; 0 rebuilds v71): a combine's sink
-    logit is one load issued before the split weights' shuffles, where v71 loaded it twice after them
-    (the output factor's load, then the lse's again behind the output store); the WS kernels load
-    each row's once (warpgroup 0's rows into sFact before its tiles, the cluster combine's before
-    its rendezvous) instead of twice. Only the combine and WS kernels change; the WS kernels keep
-    their MMAs and barriers."""
-    v71, new = kernel_ptx["sm_90a_no_sink_early"], kernel_ptx["sm_90a"]
+def test_sink_early_loads_the_block_combines_sink_logit_once_and_ahead(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """v72's -DDSPARKCTL_SINK_EARLY (1 by default; 0 rebuilds v71): the block-per-row combine
+    kernels (> 4 splits) load their row's sink logit once, before the split weights' shuffles, where
+    v71 loaded it twice after them (the output factor's load, then the lse's again behind the output
+    store). Only those kernels change: the warp-row combines keep v71's two late loads."""
+    v71, v72 = kernel_ptx["sm_90a_no_sink_early"], kernel_ptx["sm_90a"]
     sink = "ld.global.nc.f32"
-    combines = {n for n in v71 if n.startswith(("sparse_mla_combine_kernel", "sparse_mla_combine_warp_kernel"))}
-    ws = {"sparse_mla_decode_ws_kernelILi16E", "sparse_mla_decode_ws_kernelILi8E", "sparse_mla_decode_ws_kernel_dimsILi16E"}
-    assert len(combines) == 8
-    assert {n for n in v71 if v71[n] != new[n]} == combines | ws
-    for n in combines:
-        a, b = v71[n], new[n]
+    block = {n for n in v71 if n.startswith("sparse_mla_combine_kernel")}
+    rows = {n for n in v71 if n.startswith("sparse_mla_combine_warp_kernel")}
+    assert len(block) == 5 and len(rows) == 3
+    assert {n for n in v71 if v71[n] != v72[n]} == block
+    for n in block:
+        a, b = v71[n], v72[n]
         assert a.count(sink) == 2 and b.count(sink) == 1, n
         assert b.index(sink) < b.index("shfl.sync.bfly") and a.index(sink) > a.rindex("shfl.sync.bfly"), n
-    for n in ws:
-        a, b = v71[n], new[n]
-        assert a.count(sink) == 6 and b.count(sink) == 3, n
-        for op in ("wgmma.mma_async", "bar.sync", "barrier.cluster.arrive"):
-            assert a.count(op) == b.count(op), (n, op)
+    for n in rows:
+        assert v72[n].count(sink) == 2 and v72[n].index(sink) > v72[n].rindex("shfl.sync.bfly"), n
 
 
 def test_tl_events_build_adds_points_to_the_ws_kernels_only(kernel_ptx: dict[str, dict[str, str]]) -> None:
