@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 45, device call 3: DSPARKCTL_SINK_EARLY (the sink logit loaded with a row finish's first
+# Session 45, device call 3 (this directory's call 1): DSPARKCTL_SINK_EARLY (the sink logit loaded with a row finish's first
 # loads; 3, the candidate's default) against v71 (-DDSPARKCTL_SINK_EARLY=0, whose sm_90a SASS is
 # v71's, 22 of 22 functions). GPU tests on the candidate, outputs against v71 bit for bit, 6
 # alternating rounds of the --short rows (bench/kernel_abn.sh); then on the candidate: memcheck on
