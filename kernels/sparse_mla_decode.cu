@@ -1317,6 +1317,8 @@ __device__ __forceinline__ float finish_lse_sk(bool empty, float lse_nat, float 
 }
 // The row's sink logit, -inf without a sink.
 __device__ __forceinline__ float sink_logit(const float* sink, int h) { return sink != nullptr ? __ldg(sink + h) : -INFINITY; }
+// (The natural-lse test repeats finish_lse_sk's first line on purpose: without it here the main
+// kernels' SASS changes, the sink load no longer confined to the base-2 path; v72 kept v71's.)
 __device__ __forceinline__ float finish_lse(bool empty, float lse_nat, const float* sink, int h,
                                             int base2_sink) {
   if (!base2_sink) return empty ? INFINITY : lse_nat;
