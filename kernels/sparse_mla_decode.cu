@@ -369,6 +369,27 @@ static_assert(DSPARKCTL_WS_DH_RING3 == 0 || DSPARKCTL_WS_DH_RING3 == 1, "on or o
 #endif
 static_assert(DSPARKCTL_WS_DH_COPY1 == 0 || DSPARKCTL_WS_DH_COPY1 == 1, "on or off");
 
+// Session 46 candidate (DSPARKCTL_SPLIT_FRONT; 0 by default = v72): where a call's tile count does
+// not divide by its split count, the larger shares go to the first splits, not the last. A split's
+// range is [ceil(ntf s / S), ceil(ntf (s + 1) / S)) instead of the floor form. Why: the main cache's
+// last tiles are the ones most often partial or empty (topk is a capacity; DSpark's valid length is
+// min(prefix, 128) + gamma against topk 192), while the floor form gives the extra tile to the last
+// splits, which lie in the extra cache. v72's timeline of DSpark +512 T = 25 (11 tiles, 5 splits,
+// bench/results/kernel_h200_v72_timeline/) has its slowest CTAs 3.7 us past the median: split 4 holds
+// three full extra tiles while split 1 holds the 5-live main tail and one full tile. Front-loaded,
+// split 0 takes the two full main tiles and the tail; +512 T = 50 (2 splits) goes from 6 full tiles
+// in split 1 to 5 full and the tail in split 0. Shapes only (graph safe), and every split still
+// covers its tiles exactly once; outputs move at the rounding level where the partials regroup.
+#ifndef DSPARKCTL_SPLIT_FRONT
+#define DSPARKCTL_SPLIT_FRONT 0
+#endif
+static_assert(DSPARKCTL_SPLIT_FRONT == 0 || DSPARKCTL_SPLIT_FRONT == 1, "on or off");
+// The first tile (of the full tile range of topk + extra) of split `split` of `num_splits`.
+__device__ __forceinline__ int split_first_tile(int ntf, int split, int num_splits) {
+  const int64_t scaled = int64_t(ntf) * split + (DSPARKCTL_SPLIT_FRONT == 1 ? num_splits - 1 : 0);
+  return int(scaled / num_splits);
+}
+
 // v72 (session 45, DSPARKCTL_SINK_EARLY; 1 by default, 0 rebuilds v71): the block-per-row combine
 // kernels (calls of > 4 splits: every T = 1 call) load their row's attention-sink logit with their
 // first loads (the partials). `__ldg(sink + h)` sat behind `!empty`, a condition on the split
@@ -1524,8 +1545,8 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   // before the first KV copy can start).
   const int ntf_m = (p.main.topk + BN - 1) / BN;
   const int ntf = ntf_m + (p.extra.topk + BN - 1) / BN;
-  const int sb = int((int64_t(ntf) * split) / num_splits);
-  const int se = int((int64_t(ntf) * (split + 1)) / num_splits);
+  const int sb = split_first_tile(ntf, split, num_splits);
+  const int se = split_first_tile(ntf, split + 1, num_splits);
 
   // Q rows -> registers (stored to smem below, after the id loads are issued).
   static_assert(kThreads == 256, "QRows: 256 threads");
@@ -3032,8 +3053,8 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   // clipped to the row's valid tiles), so plans and combines are shared.
   const int ntf_m = (p.main.topk + BN - 1) / BN;
   const int ntf = ntf_m + (p.extra.topk + BN - 1) / BN;
-  const int sb = int((int64_t(ntf) * split) / num_splits);
-  const int se = int((int64_t(ntf) * (split + 1)) / num_splits);
+  const int sb = split_first_tile(ntf, split, num_splits);
+  const int se = split_first_tile(ntf, split + 1, num_splits);
   asm volatile("griddepcontrol.wait;" ::: "memory");  // v23: no global access before this
   DSPARKCTL_WS_PRO(tid == 0, 9)
   // the consumers' Q rows (DSPARKCTL_WS_Q_EARLY: loaded here, before the lengths)
