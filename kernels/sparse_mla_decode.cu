@@ -370,8 +370,10 @@ static_assert(DSPARKCTL_WS_DH_RING3 == 0 || DSPARKCTL_WS_DH_RING3 == 1, "on or o
 static_assert(DSPARKCTL_WS_DH_COPY1 == 0 || DSPARKCTL_WS_DH_COPY1 == 1, "on or off");
 
 // Session 46 candidate (DSPARKCTL_SPLIT_FRONT; 0 by default = v72): where a call's tile count does
-// not divide by its split count, the larger shares go to the first splits, not the last. A split's
-// range is [ceil(ntf s / S), ceil(ntf (s + 1) / S)) instead of the floor form. Why: the main cache's
+// not divide by its split count, the larger shares go to the first splits, not the last (=1: always;
+// =2: for the rows whose main length is below its tile capacity, decided on the device from the
+// lengths, which every CTA of a row reads alike). A front-loaded split's range is
+// [ceil(ntf s / S), ceil(ntf (s + 1) / S)) instead of the floor form. Why: the main cache's
 // last tiles are the ones most often partial or empty (topk is a capacity; DSpark's valid length is
 // min(prefix, 128) + gamma against topk 192), while the floor form gives the extra tile to the last
 // splits, which lie in the extra cache. v72's timeline of DSpark +512 T = 25 (11 tiles, 5 splits,
@@ -383,8 +385,9 @@ static_assert(DSPARKCTL_WS_DH_COPY1 == 0 || DSPARKCTL_WS_DH_COPY1 == 1, "on or o
 #ifndef DSPARKCTL_SPLIT_FRONT
 #define DSPARKCTL_SPLIT_FRONT 0
 #endif
-static_assert(DSPARKCTL_SPLIT_FRONT == 0 || DSPARKCTL_SPLIT_FRONT == 1, "on or off");
-// The first tile (of the full tile range of topk + extra) of split `split` of `num_splits`.
+static_assert(DSPARKCTL_SPLIT_FRONT >= 0 && DSPARKCTL_SPLIT_FRONT <= 2, "0 floor, 1 front, 2 front where the main length is short");
+// The first tile (of the full tile range of topk + extra) of split `split` of `num_splits`, as the
+// build cuts it before the lengths are known (=2: the floor form, which ValidTiles then adjusts).
 __device__ __forceinline__ int split_first_tile(int ntf, int split, int num_splits) {
   const int64_t scaled = int64_t(ntf) * split + (DSPARKCTL_SPLIT_FRONT == 1 ? num_splits - 1 : 0);
   return int(scaled / num_splits);
@@ -1315,6 +1318,19 @@ struct ValidTiles {
     begin = before(ntf_m, sb);
     end = before(ntf_m, se);
   }
+  // DSPARKCTL_SPLIT_FRONT=2: [sb, se) is the floor form of split `split` of `num_splits` over the ntf
+  // full tiles; front-loaded (each bound rounded up instead of down) where this row's main length is
+  // below its tile capacity, i.e. its last main tiles are partial or empty.
+  __device__ __forceinline__ ValidTiles(const SparseMlaParams& p, int t, int ntf_m, int sb, int se, int ntf, int split,
+                                        int num_splits) {
+    len_m = clamp_len(p.main.lengths, p.main.lengths_stride, t, p.main.topk);
+    len_e = p.extra.topk > 0 ? clamp_len(p.extra.lengths, p.extra.lengths_stride, t, p.extra.topk) : 0;
+    nt_m = (len_m + BN - 1) / BN;
+    nt_e = (len_e + BN - 1) / BN;
+    const bool front = len_m < ntf_m * BN;
+    begin = before(ntf_m, sb + (front && sb * num_splits != ntf * split ? 1 : 0));
+    end = before(ntf_m, se + (front && se * num_splits != ntf * (split + 1) ? 1 : 0));
+  }
   __device__ __forceinline__ int before(int ntf_m, int f) const {
     const int fe = f - ntf_m;
     return (f < nt_m ? f : nt_m) + (fe < 0 ? 0 : (fe < nt_e ? fe : nt_e));
@@ -1570,7 +1586,11 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   if (tid < BN) load_spec_ids<BN>(p, t, sb, se, ntf_m, tid, spec);
 
   DSPARKCTL_TL_MARK(4);
+#if DSPARKCTL_SPLIT_FRONT == 2
+  const ValidTiles<BN> vt(p, t, ntf_m, sb, se, ntf, split, num_splits);
+#else
   const ValidTiles<BN> vt(p, t, ntf_m, sb, se);
+#endif
   const int nt_m = vt.nt_m;
   const int tile_begin = vt.begin;
   const int tile_end = vt.end;
@@ -1585,7 +1605,15 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         const SparseMlaCache* c; int pos0, len;
         tile_src(it, c, pos0, len);
         const int f = it < nt_m ? it : ntf_m + (it - nt_m);
+#if DSPARKCTL_SPLIT_FRONT == 2
+        // The row's range may start one tile past the floor form's [sb, se), and end one past it:
+        // a speculative id is used for tile sb (sb + 1) only where it was loaded, sb (sb + 1) < se.
+        const bool sp0 = f == sb && sb < se, sp1 = f == sb + 1 && sb + 1 < se;
+        const int32_t raw = (sp0 || sp1) ? (pos0 + tid < len ? (sp0 ? spec[0] : spec[1]) : -1)
+                                         : load_id(*c, t, pos0 + tid, len);
+#else
         const int32_t raw = f == sb + r ? (pos0 + tid < len ? spec[r] : -1) : load_id(*c, t, pos0 + tid, len);
+#endif
         publish_id(*c, raw, sOff + (it & 1) * 2 * BN, BN, tid);
       }
     }
@@ -3064,7 +3092,11 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   if constexpr (kQEarly) {
     if (warp < 8) typename QR::Src(p, t, h0, tid).load(qv);
   }
+#if DSPARKCTL_SPLIT_FRONT == 2
+  const ValidTiles<BN> vt(p, t, ntf_m, sb, se, ntf, split, num_splits);
+#else
   const ValidTiles<BN> vt(p, t, ntf_m, sb, se);
+#endif
   const int tile_begin = vt.begin;
   const int tile_end = vt.end;
 #ifdef DSPARKCTL_TIMELINE
