@@ -369,28 +369,32 @@ static_assert(DSPARKCTL_WS_DH_RING3 == 0 || DSPARKCTL_WS_DH_RING3 == 1, "on or o
 #endif
 static_assert(DSPARKCTL_WS_DH_COPY1 == 0 || DSPARKCTL_WS_DH_COPY1 == 1, "on or off");
 
-// Session 46 candidate (DSPARKCTL_SPLIT_FRONT; 0 by default = v72): where a call's tile count does
-// not divide by its split count, the larger shares go to the first splits, not the last (=1: always;
-// =2: for the rows whose main length is below its tile capacity, decided on the device from the
-// lengths, which every CTA of a row reads alike). A front-loaded split's range is
-// [ceil(ntf s / S), ceil(ntf (s + 1) / S)) instead of the floor form. Why: the main cache's
-// last tiles are the ones most often partial or empty (topk is a capacity; DSpark's valid length is
-// min(prefix, 128) + gamma against topk 192), while the floor form gives the extra tile to the last
-// splits, which lie in the extra cache. v72's timeline of DSpark +512 T = 25 (11 tiles, 5 splits,
-// bench/results/kernel_h200_v72_timeline/) has its slowest CTAs 3.7 us past the median: split 4 holds
-// three full extra tiles while split 1 holds the 5-live main tail and one full tile. Front-loaded,
-// split 0 takes the two full main tiles and the tail; +512 T = 50 (2 splits) goes from 6 full tiles
-// in split 1 to 5 full and the tail in split 0. Shapes only (graph safe), and every split still
-// covers its tiles exactly once; outputs move at the rounding level where the partials regroup.
+// v73 (session 46, DSPARKCTL_SPLIT_FRONT; 1 by default, 0 rebuilds v72): where a call's tile count
+// does not divide by its split count, a row whose main length is below its tile capacity (its last
+// main tiles partial or empty: topk is a capacity, and DSpark's valid length is min(prefix, 128) +
+// gamma against topk 192) gives the larger shares to its first splits, not its last: each bound
+// ceil(ntf s / S) instead of floor(ntf s / S). The floor form gave the extra tile to the last splits,
+// which lie in the extra cache, while the main cache's cheap tail sat in a small split. v72's
+// timeline of DSpark +512 T = 25 (11 tiles, 5 splits; bench/results/kernel_h200_v72_timeline/) had
+// its slowest CTAs 3.7 us past the median: split 4 with three full extra tiles. Front-loaded, split 0
+// takes the two full main tiles and the 5-live tail. The decision is the row's (its lengths, which
+// every CTA of the row reads alike), made once the lengths are in; the speculative ids stay the floor
+// form's and are used where the range starts on one of their tiles. Rows whose main length fills it
+// keep v72's cut and outputs; elsewhere outputs move at the rounding level (partials regroup).
+// H200, same call against v72, 5 rounds (bench/results/kernel_h200_split_front/run2/): DSpark +512
+// T = 25 23.09 -> 21.94 us, +512 T = 50 31.86 -> 31.41 (every round of each below every v72 round);
+// the rows it does not touch bit for bit and within the slot-order spread (run3/). Always
+// front-loading (run1/, removed) gained as much on those two rows but cost the decode rows whose main
+// tiles are full 0.2-0.6 us: their front splits held the main tiles, which gather slower than the
+// extra cache's.
 #ifndef DSPARKCTL_SPLIT_FRONT
-#define DSPARKCTL_SPLIT_FRONT 0
+#define DSPARKCTL_SPLIT_FRONT 1
 #endif
-static_assert(DSPARKCTL_SPLIT_FRONT >= 0 && DSPARKCTL_SPLIT_FRONT <= 2, "0 floor, 1 front, 2 front where the main length is short");
-// The first tile (of the full tile range of topk + extra) of split `split` of `num_splits`, as the
-// build cuts it before the lengths are known (=2: the floor form, which ValidTiles then adjusts).
+static_assert(DSPARKCTL_SPLIT_FRONT == 0 || DSPARKCTL_SPLIT_FRONT == 1, "on or off");
+// The first tile (of the full tile range of topk + extra) of split `split` of `num_splits`, in the
+// floor form (the cut before the lengths are known; ValidTiles front-loads it where v73 does).
 __device__ __forceinline__ int split_first_tile(int ntf, int split, int num_splits) {
-  const int64_t scaled = int64_t(ntf) * split + (DSPARKCTL_SPLIT_FRONT == 1 ? num_splits - 1 : 0);
-  return int(scaled / num_splits);
+  return int((int64_t(ntf) * split) / num_splits);
 }
 
 // v72 (session 45, DSPARKCTL_SINK_EARLY; 1 by default, 0 rebuilds v71): the block-per-row combine
@@ -1318,7 +1322,7 @@ struct ValidTiles {
     begin = before(ntf_m, sb);
     end = before(ntf_m, se);
   }
-  // DSPARKCTL_SPLIT_FRONT=2: [sb, se) is the floor form of split `split` of `num_splits` over the ntf
+  // v73 (DSPARKCTL_SPLIT_FRONT): [sb, se) is the floor form of split `split` of `num_splits` over the ntf
   // full tiles; front-loaded (each bound rounded up instead of down) where this row's main length is
   // below its tile capacity, i.e. its last main tiles are partial or empty.
   __device__ __forceinline__ ValidTiles(const SparseMlaParams& p, int t, int ntf_m, int sb, int se, int ntf, int split,
@@ -1586,7 +1590,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   if (tid < BN) load_spec_ids<BN>(p, t, sb, se, ntf_m, tid, spec);
 
   DSPARKCTL_TL_MARK(4);
-#if DSPARKCTL_SPLIT_FRONT == 2
+#if DSPARKCTL_SPLIT_FRONT == 1
   const ValidTiles<BN> vt(p, t, ntf_m, sb, se, ntf, split, num_splits);
 #else
   const ValidTiles<BN> vt(p, t, ntf_m, sb, se);
@@ -1605,7 +1609,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         const SparseMlaCache* c; int pos0, len;
         tile_src(it, c, pos0, len);
         const int f = it < nt_m ? it : ntf_m + (it - nt_m);
-#if DSPARKCTL_SPLIT_FRONT == 2
+#if DSPARKCTL_SPLIT_FRONT == 1
         // The row's range may start one tile past the floor form's [sb, se), and end one past it:
         // a speculative id is used for tile sb (sb + 1) only where it was loaded, sb (sb + 1) < se.
         const bool sp0 = f == sb && sb < se, sp1 = f == sb + 1 && sb + 1 < se;
@@ -3092,7 +3096,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   if constexpr (kQEarly) {
     if (warp < 8) typename QR::Src(p, t, h0, tid).load(qv);
   }
-#if DSPARKCTL_SPLIT_FRONT == 2
+#if DSPARKCTL_SPLIT_FRONT == 1
   const ValidTiles<BN> vt(p, t, ntf_m, sb, se, ntf, split, num_splits);
 #else
   const ValidTiles<BN> vt(p, t, ntf_m, sb, se);

@@ -185,7 +185,8 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     (-DDSPARKCTL_WS_TAIL16=0, sm_90a) and v66's (-DDSPARKCTL_WS_DIMS_SPLIT=0, sm_90a) and session 38's
     candidate (-DDSPARKCTL_WS_DIMS_PARTIALS=1, sm_90a) and v67's (-DDSPARKCTL_WS_DH_DIRECT=0, sm_90a)
     and v68's (-DDSPARKCTL_WS_DH_RING3=0, sm_90a) and v70's (-DDSPARKCTL_FINISH_ROWS_LOOP=0, sm_90a) and
-    v71's (-DDSPARKCTL_WS_DH_COPY1=0, sm_90a) and v72's (-DDSPARKCTL_SINK_EARLY=0, sm_90a),
+    v71's (-DDSPARKCTL_WS_DH_COPY1=0, sm_90a) and v72's (-DDSPARKCTL_SINK_EARLY=0, sm_90a) and v73's
+    (-DDSPARKCTL_SPLIT_FRONT=0, sm_90a),
     and session 40's per-tile timeline points
     (-DDSPARKCTL_TIMELINE -DDSPARKCTL_TL_EVENTS, sm_90a), as
     {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
@@ -237,6 +238,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_90a_no_finish_rows_loop": ["-arch=sm_90a", "-DDSPARKCTL_FINISH_ROWS_LOOP=0"],
         "sm_90a_no_ws_dh_copy1": ["-arch=sm_90a", "-DDSPARKCTL_WS_DH_COPY1=0"],
         "sm_90a_no_sink_early": ["-arch=sm_90a", "-DDSPARKCTL_SINK_EARLY=0"],
+        "sm_90a_no_split_front": ["-arch=sm_90a", "-DDSPARKCTL_SPLIT_FRONT=0"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -912,6 +914,24 @@ def test_sink_early_loads_the_block_combines_sink_logit_once_and_ahead(kernel_pt
         assert b.index(sink) < b.index("shfl.sync.bfly") and a.index(sink) > a.rindex("shfl.sync.bfly"), n
     for n in rows:
         assert v72[n].count(sink) == 2 and v72[n].index(sink) > v72[n].rindex("shfl.sync.bfly"), n
+
+
+def test_split_front_changes_only_the_kernels_that_cut_tile_ranges(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """v73's -DDSPARKCTL_SPLIT_FRONT (1 by default; 0 rebuilds v72): a row whose main length is below
+    its tile capacity gives an uneven split's larger shares to its first splits. The cut is made in
+    every kernel that computes a split's tile range (each main kernel and the WS kernels), from the
+    lengths it loads anyway; the combines, which only read the partials, are v72's. The default
+    compares the main length with its capacity (topk rounded up to whole tiles, a multiply by the tile
+    width), so each changed kernel gains compare-and-select work and loses none of its MMAs or barriers."""
+    v72, v73 = kernel_ptx["sm_90a_no_split_front"], kernel_ptx["sm_90a"]
+    mains = {n for n in v72 if n.startswith("sparse_mla_decode")}
+    combines = {n for n in v72 if n.startswith("sparse_mla_combine")}
+    assert len(mains) >= 10 and len(combines) == 8 and mains | combines == set(v72)
+    assert {n for n in v72 if v72[n] != v73[n]} == mains
+    for n in mains:
+        for op in ("mma", "bar.sync", "cp.async", "ld.global"):
+            assert v73[n].count(op) == v72[n].count(op), (n, op)
+        assert v73[n].count("setp.") > v72[n].count("setp."), n
 
 
 def test_tl_events_build_adds_points_to_the_ws_kernels_only(kernel_ptx: dict[str, dict[str, str]]) -> None:

@@ -431,6 +431,29 @@ def test_dspark_t50_halves_of_the_output_dims(pbs: int) -> None:
     _check(args, out, lse)
 
 
+@pytest.mark.parametrize(("config", "splits"), [(ops.CONFIG_LARGE_SMEM_WS, 5), (ops.CONFIG_LARGE_SMEM_WS, 2),
+                                                (ops.CONFIG_LARGE_SMEM_32, 6), (ops.CONFIG_SMALL_SMEM_16, 4)])
+def test_front_loaded_splits_of_short_main_rows(config: int, splits: int) -> None:
+    """v73: at a split count that does not divide the tile count (topk 192 + 512 extra: 11 tiles of
+    64, 22 of 32), a row whose main length is below its tile capacity takes the larger shares in its
+    first splits, a full row in its last ones; the speculative first ids then belong to a tile that
+    may not start the split. Rows of both kinds in one call (DSpark's 133 and a full 192, an empty
+    main list, lengths past topk and negative), against the reference, and each row equal bitwise to
+    the same row called alone (the cut is the row's own)."""
+    if config in _LARGE_CONFIGS and not _fits_large(config):
+        pytest.skip("this GPU's shared memory does not fit the layout")
+    args = _inputs(Case(t=6, h=64, topk=192, pbs=256, extra=(512, 64), sink=True, seed=4600 + config * 10 + splits))
+    args["topk_length"] = torch.tensor([133, 192, 0, 250, 140, -3], device="cuda", dtype=torch.int32)
+    args["extra_topk_length"] = torch.tensor([512, 512, 300, 512, 70, 512], device="cuda", dtype=torch.int32)
+    out, lse = ops.sparse_mla_decode_cfg(config=config, num_splits=splits, **args)
+    _check(args, out, lse)
+    shared = ("kv_cache", "extra_kv_cache", "attn_sink")
+    for r in range(6):
+        one = {k: (v[r : r + 1] if k not in shared and v is not None else v) for k, v in args.items()}
+        o1, l1 = ops.sparse_mla_decode_cfg(config=config, num_splits=splits, **one)
+        assert torch.equal(o1[0], out[r]) and torch.equal(l1[0], lse[r]), (config, splits, r)
+
+
 @pytest.mark.parametrize("splits", [3, 9, 17, 33])
 def test_combine_sum_order_independent_of_row_count(splits: int) -> None:
     """A 40-token call (960 token-head rows) and its one-token calls at the same forced layout and split count are
