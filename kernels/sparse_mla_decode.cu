@@ -379,8 +379,10 @@ static_assert(DSPARKCTL_WS_DH_COPY1 == 0 || DSPARKCTL_WS_DH_COPY1 == 1, "on or o
 // its slowest CTAs 3.7 us past the median: split 4 with three full extra tiles. Front-loaded, split 0
 // takes the two full main tiles and the 5-live tail. The decision is the row's (its lengths, which
 // every CTA of the row reads alike), made once the lengths are in; the speculative ids stay the floor
-// form's and are used where the range starts on one of their tiles. Rows whose main length fills it
-// keep v72's cut and outputs; elsewhere outputs move at the rounding level (partials regroup).
+// form's and are used where the range starts on one of their tiles. Rows whose main length fills its
+// whole tiles (len = ceil(topk / BN) x BN, which needs topk to be a multiple of BN) keep v72's cut and
+// outputs; elsewhere outputs move at the rounding level (partials regroup). The bound test
+// (sb S != ntf s, ints) is exact while ntf x num_splits (<= 64) stays below 2^31: ~33 million tiles.
 // H200, same call against v72, 5 rounds (bench/results/kernel_h200_split_front/run2/): DSpark +512
 // T = 25 23.09 -> 21.94 us, +512 T = 50 31.86 -> 31.41 (every round of each below every v72 round);
 // the rows it does not touch bit for bit and within the slot-order spread (run3/). Always
@@ -1308,9 +1310,11 @@ __device__ __forceinline__ void publish_id(const SparseMlaCache& c, int32_t id, 
 }
 
 // A CTA's valid tiles, from the lengths: the static split [sb, se) of the full tile range (main
-// tiles [0, ntf_m), then the extra cache's) clipped to the row's valid tiles (main [0, nt_m),
-// extra [ntf_m, ntf_m + nt_e)); the count before a full tile index is monotone, so the splits
-// still cover every valid tile once. Valid tile `it` -> (cache, first position, valid length).
+// tiles [0, ntf_m), then the extra cache's; since v73 each bound rounded up for a row whose main
+// length is below its tile capacity, the second constructor) clipped to the row's valid tiles (main
+// [0, nt_m), extra [ntf_m, ntf_m + nt_e)); the count before a full tile index is monotone and a
+// bound is the same for the two splits it separates, so the splits still cover every valid tile
+// once. Valid tile `it` -> (cache, first position, valid length).
 template <int BN>
 struct ValidTiles {
   int len_m, len_e, nt_m, nt_e, begin, end;
