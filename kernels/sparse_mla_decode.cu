@@ -1319,10 +1319,7 @@ template <int BN>
 struct ValidTiles {
   int len_m, len_e, nt_m, nt_e, begin, end;
   __device__ __forceinline__ ValidTiles(const SparseMlaParams& p, int t, int ntf_m, int sb, int se) {
-    len_m = clamp_len(p.main.lengths, p.main.lengths_stride, t, p.main.topk);
-    len_e = p.extra.topk > 0 ? clamp_len(p.extra.lengths, p.extra.lengths_stride, t, p.extra.topk) : 0;
-    nt_m = (len_m + BN - 1) / BN;
-    nt_e = (len_e + BN - 1) / BN;
+    load_lengths(p, t);
     begin = before(ntf_m, sb);
     end = before(ntf_m, se);
   }
@@ -1331,13 +1328,16 @@ struct ValidTiles {
   // below its tile capacity, i.e. its last main tiles are partial or empty.
   __device__ __forceinline__ ValidTiles(const SparseMlaParams& p, int t, int ntf_m, int sb, int se, int ntf, int split,
                                         int num_splits) {
+    load_lengths(p, t);
+    const bool front = len_m < ntf_m * BN;
+    begin = before(ntf_m, sb + (front && sb * num_splits != ntf * split ? 1 : 0));
+    end = before(ntf_m, se + (front && se * num_splits != ntf * (split + 1) ? 1 : 0));
+  }
+  __device__ __forceinline__ void load_lengths(const SparseMlaParams& p, int t) {
     len_m = clamp_len(p.main.lengths, p.main.lengths_stride, t, p.main.topk);
     len_e = p.extra.topk > 0 ? clamp_len(p.extra.lengths, p.extra.lengths_stride, t, p.extra.topk) : 0;
     nt_m = (len_m + BN - 1) / BN;
     nt_e = (len_e + BN - 1) / BN;
-    const bool front = len_m < ntf_m * BN;
-    begin = before(ntf_m, sb + (front && sb * num_splits != ntf * split ? 1 : 0));
-    end = before(ntf_m, se + (front && se * num_splits != ntf * (split + 1) ? 1 : 0));
   }
   __device__ __forceinline__ int before(int ntf_m, int f) const {
     const int fe = f - ntf_m;
