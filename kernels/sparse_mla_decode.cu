@@ -1311,33 +1311,30 @@ __device__ __forceinline__ void publish_id(const SparseMlaCache& c, int32_t id, 
 
 // A CTA's valid tiles, from the lengths: the static split [sb, se) of the full tile range (main
 // tiles [0, ntf_m), then the extra cache's; since v73 each bound rounded up for a row whose main
-// length is below its tile capacity, the second constructor) clipped to the row's valid tiles (main
+// length is below its tile capacity) clipped to the row's valid tiles (main
 // [0, nt_m), extra [ntf_m, ntf_m + nt_e)); the count before a full tile index is monotone and a
 // bound is the same for the two splits it separates, so the splits still cover every valid tile
 // once. Valid tile `it` -> (cache, first position, valid length).
 template <int BN>
 struct ValidTiles {
   int len_m, len_e, nt_m, nt_e, begin, end;
-  __device__ __forceinline__ ValidTiles(const SparseMlaParams& p, int t, int ntf_m, int sb, int se) {
-    load_lengths(p, t);
-    begin = before(ntf_m, sb);
-    end = before(ntf_m, se);
-  }
-  // v73 (DSPARKCTL_SPLIT_FRONT): [sb, se) is the floor form of split `split` of `num_splits` over the ntf
-  // full tiles; front-loaded (each bound rounded up instead of down) where this row's main length is
-  // below its tile capacity, i.e. its last main tiles are partial or empty.
+  // [sb, se) is the floor form of split `split` of `num_splits` over the ntf full tiles. v73
+  // (DSPARKCTL_SPLIT_FRONT) front-loads it (each bound rounded up instead of down) where this row's
+  // main length is below its tile capacity, i.e. its last main tiles are partial or empty.
   __device__ __forceinline__ ValidTiles(const SparseMlaParams& p, int t, int ntf_m, int sb, int se, int ntf, int split,
                                         int num_splits) {
-    load_lengths(p, t);
-    const bool front = len_m < ntf_m * BN;
-    begin = before(ntf_m, sb + (front && sb * num_splits != ntf * split ? 1 : 0));
-    end = before(ntf_m, se + (front && se * num_splits != ntf * (split + 1) ? 1 : 0));
-  }
-  __device__ __forceinline__ void load_lengths(const SparseMlaParams& p, int t) {
     len_m = clamp_len(p.main.lengths, p.main.lengths_stride, t, p.main.topk);
     len_e = p.extra.topk > 0 ? clamp_len(p.extra.lengths, p.extra.lengths_stride, t, p.extra.topk) : 0;
     nt_m = (len_m + BN - 1) / BN;
     nt_e = (len_e + BN - 1) / BN;
+    if constexpr (DSPARKCTL_SPLIT_FRONT == 1) {
+      const bool front = len_m < ntf_m * BN;
+      begin = before(ntf_m, sb + (front && sb * num_splits != ntf * split ? 1 : 0));
+      end = before(ntf_m, se + (front && se * num_splits != ntf * (split + 1) ? 1 : 0));
+    } else {
+      begin = before(ntf_m, sb);
+      end = before(ntf_m, se);
+    }
   }
   __device__ __forceinline__ int before(int ntf_m, int f) const {
     const int fe = f - ntf_m;
@@ -1594,11 +1591,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   if (tid < BN) load_spec_ids<BN>(p, t, sb, se, ntf_m, tid, spec);
 
   DSPARKCTL_TL_MARK(4);
-#if DSPARKCTL_SPLIT_FRONT == 1
   const ValidTiles<BN> vt(p, t, ntf_m, sb, se, ntf, split, num_splits);
-#else
-  const ValidTiles<BN> vt(p, t, ntf_m, sb, se);
-#endif
   const int nt_m = vt.nt_m;
   const int tile_begin = vt.begin;
   const int tile_end = vt.end;
@@ -3100,11 +3093,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   if constexpr (kQEarly) {
     if (warp < 8) typename QR::Src(p, t, h0, tid).load(qv);
   }
-#if DSPARKCTL_SPLIT_FRONT == 1
   const ValidTiles<BN> vt(p, t, ntf_m, sb, se, ntf, split, num_splits);
-#else
-  const ValidTiles<BN> vt(p, t, ntf_m, sb, se);
-#endif
   const int tile_begin = vt.begin;
   const int tile_end = vt.end;
 #ifdef DSPARKCTL_TIMELINE
