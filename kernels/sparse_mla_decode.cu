@@ -393,6 +393,19 @@ static_assert(DSPARKCTL_WS_DH_COPY1 == 0 || DSPARKCTL_WS_DH_COPY1 == 1, "on or o
 #define DSPARKCTL_SPLIT_FRONT 1
 #endif
 static_assert(DSPARKCTL_SPLIT_FRONT == 0 || DSPARKCTL_SPLIT_FRONT == 1, "on or off");
+// Session 47 candidate (DSPARKCTL_T_EARLY_STORE; off by default, 0 is v73): the 32-head transposed-wgmma
+// tiles (v30) store their output rows in two halves of each warpgroup's dims, the first half while
+// the last tile's P.V of the second still runs. v72's timeline of T = 1 at 128 heads +1024 (72
+// one-tile CTAs) has the last P.V at ~3,455 cycles, then ~3,100 of epilogue (staging 871, the 64 KB
+// fp32 partial's stores 2,042) in series behind it. The P.V is issued as two commit groups (dims
+// blocks 0-1, then 2-3 of each warpgroup; each accumulator still sums its k-steps in the same
+// order, so outputs stay bit for bit); the first group's rows are staged and written after
+// wgmma.wait_group 1. The staging cannot use the KV tile then (the second group reads it): the fp32
+// rows' low halves go to the raw staging buffer, free at the last tile (no next copy).
+#ifndef DSPARKCTL_T_EARLY_STORE
+#define DSPARKCTL_T_EARLY_STORE 0
+#endif
+static_assert(DSPARKCTL_T_EARLY_STORE == 0 || DSPARKCTL_T_EARLY_STORE == 1, "on or off");
 // The first tile (of the full tile range of topk + extra) of split `split` of `num_splits`, in the
 // floor form (the cut before the lengths are known; ValidTiles front-loads it where v73 does).
 __device__ __forceinline__ int split_first_tile(int ntf, int split, int num_splits) {
@@ -600,6 +613,12 @@ __device__ __forceinline__ void wgmma_commit() {
 __device__ __forceinline__ void wgmma_wait() {
 #if DSPARKCTL_WGMMA
   asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#endif
+}
+// All but the newest committed group complete (the T_EARLY_STORE epilogue's first half).
+[[maybe_unused]] __device__ __forceinline__ void wgmma_wait_one() {
+#if DSPARKCTL_WGMMA
+  asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
 #endif
 }
 __device__ __forceinline__ void wgmma_commit_wait() {
@@ -1494,6 +1513,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   // MN-major by descriptor), warpgroup 0 dims 0-255 and warpgroup 1 dims 256-511.
   constexpr bool kWgmmaT = DSPARKCTL_WGMMA && C::M == 32 && BN == 64 && !CLUSTER;
   constexpr bool kSwizzled = kWgmma || kWgmmaT;  // Q, the KV tile and P in sw128_off's layout
+  constexpr bool kTEarlyStore = kWgmmaT && DSPARKCTL_T_EARLY_STORE;  // the rows written in two halves
   // v29: the mma.sync 64-candidate tiles skip a partial tile's dead tail (positions past the
   // row's length, e.g. 59 of DSpark's third tile at valid length 133): nope chunk groups that
   // hold only rows past the next multiple of 16 are not dequantized (the second of two groups
@@ -1737,6 +1757,72 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         sRmax[hl] = finish_row(p, t, h0 + hl, split, num_splits, m_h[u], l_h[u], true);
       }
 #endif
+    }
+  };
+  // kTEarlyStore: dims blocks b0 and b0 + 1 (of the four 64-dim blocks of each warpgroup's 256) of
+  // the finished rows, scaled by their factors (every head's in sRmax), staged by stmatrix.trans as
+  // in the epilogue below (bf16 rows for one split; else the fp32 rows' high halves over Q, their low
+  // halves in the raw staging buffer, since the KV tile is still being read), then written: 128 dims
+  // a row for each warpgroup, 16 bytes a thread.
+  [[maybe_unused]] auto epi_t = [&](auto b0_c) {
+    constexpr int b0 = decltype(b0_c)::value;
+    static_assert(!kTEarlyStore || (C::M * kSRow * 2 <= BN * kRowBytes && C::OFF_RAW % 16 == 0), "the low halves fit the raw buffer");
+    const int wg = warp >> 2, wl = warp & 3;
+    const float(&ot)[4][4][4] = *reinterpret_cast<const float(*)[4][4][4]>(&o[0][0][0]);
+    uint16_t* sHi = reinterpret_cast<uint16_t*>(smem + C::OFF_Q);
+    uint16_t* sLo = reinterpret_cast<uint16_t*>(smem + C::OFF_RAW);
+    const Pow2Pair v_exp(e_run);
+    float2 g[4], gn[4];
+#pragma unroll
+    for (int n = 0; n < 4; ++n) {
+      g[n] = *reinterpret_cast<const float2*>(sRmax + 8 * n + 2 * (lane & 3));
+      gn[n] = make_float2(v_exp(g[n].x), v_exp(g[n].y));
+    }
+    const int srow = (8 * (lane >> 3) + (lane & 7)) * kSRow + 256 * wg + 16 * wl;
+#pragma unroll
+    for (int b = b0; b < b0 + 2; ++b) {
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        uint32_t hi[4], lo[4];
+#pragma unroll
+        for (int n = 0; n < 4; ++n) {
+          const float2 f = (wg == 0 || b < 3) ? gn[n] : g[n];
+          const float x0 = ot[b][n][2 * i] * f.x, x1 = ot[b][n][2 * i + 1] * f.y;
+          if (num_splits == 1) {
+            hi[n] = pack_bf16(x0, x1);
+          } else {
+            hi[n] = __byte_perm(__float_as_uint(x0), __float_as_uint(x1), 0x7632);
+            lo[n] = __byte_perm(__float_as_uint(x0), __float_as_uint(x1), 0x5410);
+          }
+        }
+        stsm_x4_t(sHi + srow + 64 * b + 8 * i, hi[0], hi[1], hi[2], hi[3]);
+        if (num_splits > 1) stsm_x4_t(sLo + srow + 64 * b + 8 * i, lo[0], lo[1], lo[2], lo[3]);
+      }
+    }
+    __syncthreads();  // the warpgroup's staged rows, before any thread reads them
+    const int lt = tid & 127;
+    const int d0 = 256 * wg + 64 * b0;
+    if (num_splits == 1) {
+#pragma unroll
+      for (int r = lt / 16; r < C::M; r += 8) {
+        const int h = h0 + r;
+        if (h >= p.H) break;
+        const int d = d0 + (lt % 16) * 8;
+        *reinterpret_cast<uint4*>(reinterpret_cast<__nv_bfloat16*>(p.out) + (int64_t(t) * p.H + h) * kD + d) =
+            *reinterpret_cast<const uint4*>(sHi + r * kSRow + d);
+      }
+    } else {
+#pragma unroll
+      for (int r = lt / 32; r < C::M; r += 4) {
+        const int h = h0 + r;
+        if (h >= p.H) break;
+        const int d = d0 + (lt % 32) * 4;
+        const uint2 a = *reinterpret_cast<const uint2*>(sHi + r * kSRow + d);
+        const uint2 l = *reinterpret_cast<const uint2*>(sLo + r * kSRow + d);
+        *reinterpret_cast<float4*>(p.ws_out + ((int64_t(t) * p.H + h) * num_splits + split) * kD + d) =
+            make_float4(__uint_as_float(__byte_perm(l.x, a.x, 0x5410)), __uint_as_float(__byte_perm(l.x, a.x, 0x7632)),
+                        __uint_as_float(__byte_perm(l.y, a.y, 0x5410)), __uint_as_float(__byte_perm(l.y, a.y, 0x7632)));
+      }
     }
   };
   // kSplitK: this warp's Q fragments (its m-tile's rows, its dims part), loaded from sQ once, at the
@@ -2368,7 +2454,43 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       const uint64_t dv = wgmma_desc_sw128(sKV, BN * 128);
       auto pv = [&](auto nks_c) {
         constexpr int NKS = decltype(nks_c)::value;
-        if (wg == 0) {
+        if constexpr (kTEarlyStore) {
+          // two commit groups, blocks 0-1 then 2-3 (each accumulator's k-steps in one group's order)
+          if (wg == 0) {
+            wgmma_fence();
+#pragma unroll
+            for (int bh = 0; bh < 4; bh += 2) {
+#pragma unroll
+              for (int ks = 0; ks < NKS; ++ks)
+#pragma unroll
+                for (int b = bh; b < bh + 2; ++b) {
+                  wgmma_m64n32k16<false, true>(ot[b], dv + ((b * BN * 128 + ks * 16 * 128) >> 4), dp16 + ((ks * 32) >> 4));
+                  if constexpr (kNopePHiLo)
+                    wgmma_m64n32k16<false, true>(ot[b], dv + ((b * BN * 128 + ks * 16 * 128) >> 4), dp16l + ((ks * 32) >> 4));
+                }
+              wgmma_commit();
+            }
+          } else {
+            wgmma_fence();
+#pragma unroll
+            for (int bh = 0; bh < 4; bh += 2) {
+#pragma unroll
+              for (int ks = 0; ks < NKS; ++ks) {
+#pragma unroll
+                for (int b = bh; b < bh + 2 && b < 3; ++b) {
+                  wgmma_m64n32k16<false, true>(ot[b], dv + (((4 + b) * BN * 128 + ks * 16 * 128) >> 4), dp16 + ((ks * 32) >> 4));
+                  if constexpr (kNopePHiLo)
+                    wgmma_m64n32k16<false, true>(ot[b], dv + (((4 + b) * BN * 128 + ks * 16 * 128) >> 4), dp16l + ((ks * 32) >> 4));
+                }
+                if (bh == 2) {
+                  wgmma_m64n32k16<true, true>(ot[3], dv + ((7 * BN * 128 + ks * 16 * 128) >> 4), dph + ((ks * 32) >> 4));
+                  wgmma_m64n32k16<true, true>(ot[3], dv + ((7 * BN * 128 + ks * 16 * 128) >> 4), dpl + ((ks * 32) >> 4));
+                }
+              }
+              wgmma_commit();
+            }
+          }
+        } else if (wg == 0) {
           wgmma_fence();
 #pragma unroll
           for (int ks = 0; ks < NKS; ++ks)
@@ -2402,11 +2524,37 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       // The last tile: the lse writers finish their rows while the P.V runs (their sums are
       // final, and the epilogue would otherwise wait for this, sink loads included).
       if (it + 1 == tile_end) finish_rows_t();
-      wgmma_wait();
+      if constexpr (kTEarlyStore) {
+        if (it + 1 == tile_end) {
+          // the last tile: its rows are written in two halves, the first under the P.V's second group
+          __syncthreads();  // every head's factor in sRmax
+          wgmma_wait_one();
+          epi_t(std::integral_constant<int, 0>());
+          wgmma_wait();
+          epi_t(std::integral_constant<int, 2>());
+        } else {
+          wgmma_wait();
+        }
+      } else {
+        wgmma_wait();
+      }
     }
     DSPARKCTL_TL_MARK(14);
   }
 
+  if constexpr (kTEarlyStore) {
+    // The last tile's P.V may still run (two commit groups): the first half of the rows is
+    // written under its second group.
+    if (tile_begin >= tile_end) {  // no tile: empty rows
+      finish_rows_t();
+      __syncthreads();
+      epi_t(std::integral_constant<int, 0>());
+      epi_t(std::integral_constant<int, 2>());
+    }
+    DSPARKCTL_TL_MARK(15);
+    DSPARKCTL_TL_MARK(16);
+    DSPARKCTL_TL_MARK(17);
+  } else {
   // ---- epilogue (nope accumulators hold O / 2^e_run)
   // The scaled rows are staged in shared memory (the Q and KV tile regions, free after the
   // last P.V) and written out as whole rows, 16 bytes per thread: a warp's store covers 512
@@ -2537,6 +2685,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
                  return make_uint4(pack_bf16(x.x, x.y), pack_bf16(x.z, x.w), pack_bf16(y.x, y.y), pack_bf16(y.z, y.w));
                },
                [&](int r, int d) { return *reinterpret_cast<const float4*>(sOut + r * kORow + d); });
+  }
   }
   DSPARKCTL_TL_MARK(18);
   DSPARKCTL_TL_END(tile_end - tile_begin)
