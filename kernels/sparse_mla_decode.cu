@@ -393,17 +393,24 @@ static_assert(DSPARKCTL_WS_DH_COPY1 == 0 || DSPARKCTL_WS_DH_COPY1 == 1, "on or o
 #define DSPARKCTL_SPLIT_FRONT 1
 #endif
 static_assert(DSPARKCTL_SPLIT_FRONT == 0 || DSPARKCTL_SPLIT_FRONT == 1, "on or off");
-// Session 47 candidate (DSPARKCTL_T_EARLY_STORE; off by default, 0 is v73): the 32-head transposed-wgmma
-// tiles (v30) store their output rows in two halves of each warpgroup's dims, the first half while
-// the last tile's P.V of the second still runs. v72's timeline of T = 1 at 128 heads +1024 (72
-// one-tile CTAs) has the last P.V at ~3,455 cycles, then ~3,100 of epilogue (staging 871, the 64 KB
-// fp32 partial's stores 2,042) in series behind it. The P.V is issued as two commit groups (dims
-// blocks 0-1, then 2-3 of each warpgroup; each accumulator still sums its k-steps in the same
-// order, so outputs stay bit for bit); the first group's rows are staged and written after
+// v74 (session 47, DSPARKCTL_T_EARLY_STORE; 1 by default, 0 rebuilds v73): the 32-head
+// transposed-wgmma tiles (v30) write their output rows in two halves of each warpgroup's dims, the
+// first while the last tile's P.V of the second still runs. v72's timeline of T = 1 at 128 heads
+// +1024 (72 one-tile CTAs) had the last P.V at ~3,455 cycles, then ~3,100 of epilogue (staging 871,
+// the 64 KB fp32 partial's stores 2,042) in series behind it. The P.V is issued as two commit groups
+// (dims blocks 0-1, then 2-3 of each warpgroup; each accumulator still sums its k-steps in the same
+// order, so outputs are bit for bit v73's); the first group's rows are staged and written after
 // wgmma.wait_group 1. The staging cannot use the KV tile then (the second group reads it): the fp32
-// rows' low halves go to the raw staging buffer, free at the last tile (no next copy).
+// rows' low halves go to the raw staging buffer, free at the last tile (no next copy). The wait is
+// in the loop's last-tile branch: leaving the groups in flight past the loop made ptxas serialize
+// the wgmmas (C7520). H200, two same-call A/Bs of 5 and 7 rounds, one with each build benched first
+// (bench/results/kernel_h200_t_early_store/), median change: DSpark +512 T = 5 -0.14 us, +512 T = 10
+// -0.17, 32 heads +512 T = 8 -0.15 (each in both calls); T = 1 at 128 heads +1024 +0.16 / -0.15 (no
+// change beyond its spread). In the timeline build the CTAs were not shorter (~+0.1 us at the three
+// shapes: the staging and stores issue beside the P.V and share shared memory with it); the bench's
+// gain is most likely the stores' drain, which a CTA's clock does not see, starting earlier.
 #ifndef DSPARKCTL_T_EARLY_STORE
-#define DSPARKCTL_T_EARLY_STORE 0
+#define DSPARKCTL_T_EARLY_STORE 1
 #endif
 static_assert(DSPARKCTL_T_EARLY_STORE == 0 || DSPARKCTL_T_EARLY_STORE == 1, "on or off");
 // The first tile (of the full tile range of topk + extra) of split `split` of `num_splits`, in the

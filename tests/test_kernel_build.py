@@ -239,6 +239,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_90a_no_ws_dh_copy1": ["-arch=sm_90a", "-DDSPARKCTL_WS_DH_COPY1=0"],
         "sm_90a_no_sink_early": ["-arch=sm_90a", "-DDSPARKCTL_SINK_EARLY=0"],
         "sm_90a_no_split_front": ["-arch=sm_90a", "-DDSPARKCTL_SPLIT_FRONT=0"],
+        "sm_90a_no_t_early_store": ["-arch=sm_90a", "-DDSPARKCTL_T_EARLY_STORE=0"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -932,6 +933,22 @@ def test_split_front_changes_only_the_kernels_that_cut_tile_ranges(kernel_ptx: d
         for op in ("mma", "bar.sync", "cp.async", "ld.global"):
             assert v73[n].count(op) == v72[n].count(op), (n, op)
         assert v73[n].count("setp.") > v72[n].count("setp."), n
+
+
+def test_t_early_store_changes_only_the_transposed_32_head_kernels(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """v74's -DDSPARKCTL_T_EARLY_STORE (1 by default; 0 rebuilds v73): the 32-head transposed-wgmma
+    kernels (LARGE32 on sm_90a, both vector widths) issue the last tile's P.V as two commit groups
+    and write the first group's rows after wgmma.wait_group 1, under the second. Every other kernel
+    is v73's; those two keep their MMAs (same count: only the grouping moved) and gain the commit,
+    the partial wait and the barriers of the two halves."""
+    v73, v74 = kernel_ptx["sm_90a_no_t_early_store"], kernel_ptx["sm_90a"]
+    moved = {n for n in v73 if v73[n] != v74[n]}
+    assert moved == {"sparse_mla_decode_kernelILi2ELi64ELi8E", "sparse_mla_decode_kernelILi2ELi64ELi16E"}, sorted(moved)
+    for n in moved:
+        assert v74[n].count("wgmma.mma_async") == v73[n].count("wgmma.mma_async"), n
+        assert v74[n].count("wgmma.commit_group") > v73[n].count("wgmma.commit_group"), n
+        assert "wgmma.wait_group.sync.aligned 1;" in v74[n] and "wgmma.wait_group.sync.aligned 1;" not in v73[n], n
+        assert v74[n].count("bar.sync") > v73[n].count("bar.sync"), n
 
 
 def test_tl_events_build_adds_points_to_the_ws_kernels_only(kernel_ptx: dict[str, dict[str, str]]) -> None:

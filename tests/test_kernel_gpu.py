@@ -454,6 +454,28 @@ def test_front_loaded_splits_of_short_main_rows(config: int, splits: int) -> Non
         assert torch.equal(o1[0], out[r]) and torch.equal(l1[0], lse[r]), (config, splits, r)
 
 
+@pytest.mark.parametrize(("heads", "splits"), [(24, 1), (40, 3), (128, 1), (128, 7), (64, 20)])
+def test_32_head_tiles_write_rows_in_two_halves(heads: int, splits: int) -> None:
+    """v74 (DSPARKCTL_T_EARLY_STORE): the 32-head transposed tiles (sm_90a) write each warpgroup's
+    first 128 dims under the last tile's P.V and the other 128 after it; one split writes bf16 rows,
+    more write fp32 partials whose low halves are staged in the raw buffer. Head counts that leave
+    padded rows in a 32-head block (24, 40), one split and several, and more splits than tiles (20 of
+    3: CTAs without tiles write empty partials), against the reference, into memory that held NaN
+    (a dims half left unwritten would show)."""
+    if not _fits_large(ops.CONFIG_LARGE_SMEM_32):
+        pytest.skip("this GPU's shared memory does not fit the layout")
+    args = _inputs(Case(t=4, h=heads, topk=128, pbs=64, extra=(64, 64), sink=True, seed=4700 + heads + splits))
+    args["topk_length"] = torch.tensor([128, 70, 0, 128], device="cuda", dtype=torch.int32)
+    args["extra_topk_length"] = torch.tensor([64, 64, 0, 5], device="cuda", dtype=torch.int32)
+    for _ in range(3):  # the caching allocator hands the output the blocks these held
+        junk = [torch.full((4, heads, 512), float("nan"), device="cuda", dtype=torch.bfloat16),
+                torch.full((4 * heads * max(splits, 2) * 512,), float("nan"), device="cuda")]
+        del junk
+        out, lse = ops.sparse_mla_decode_cfg(config=ops.CONFIG_LARGE_SMEM_32, num_splits=splits, **args)
+        _check(args, out, lse)
+        assert torch.isfinite(out).all()
+
+
 @pytest.mark.parametrize("splits", [3, 9, 17, 33])
 def test_combine_sum_order_independent_of_row_count(splits: int) -> None:
     """A 40-token call (960 token-head rows) and its one-token calls at the same forced layout and split count are
