@@ -393,7 +393,9 @@ static_assert(DSPARKCTL_WS_DH_COPY1 == 0 || DSPARKCTL_WS_DH_COPY1 == 1, "on or o
 #define DSPARKCTL_SPLIT_FRONT 1
 #endif
 static_assert(DSPARKCTL_SPLIT_FRONT == 0 || DSPARKCTL_SPLIT_FRONT == 1, "on or off");
-// v74 (session 47, DSPARKCTL_T_EARLY_STORE; 1 by default, 0 rebuilds v73): the 32-head
+// v74 (session 47, DSPARKCTL_T_EARLY_STORE; 1 by default, 0 rebuilds v73's code: its sm_90a SASS has
+// v73's instructions, two LARGE32 kernels' order and registers differing slightly since the rows'
+// staging became one lambda for both epilogues): the 32-head
 // transposed-wgmma tiles (v30) write their output rows in two halves of each warpgroup's dims, the
 // first while the last tile's P.V of the second still runs. v72's timeline of T = 1 at 128 heads
 // +1024 (72 one-tile CTAs) had the last P.V at ~3,455 cycles, then ~3,100 of epilogue (staging 871,
@@ -926,6 +928,12 @@ __device__ __forceinline__ uint32_t pack_bf16(float a, float b) {
   return *reinterpret_cast<uint32_t*>(&v);
 }
 __device__ __forceinline__ float bf16_lo(uint32_t v) { return __uint_as_float(v << 16); }
+// Four fp32 values from their staged upper (hi) and lower (lo) 16-bit halves, two values a word
+// (the v30 transposed tiles stage fp32 partials so, with stmatrix; exact).
+__device__ __forceinline__ float4 join_f32_halves(uint2 hi, uint2 lo) {
+  return make_float4(__uint_as_float(__byte_perm(lo.x, hi.x, 0x5410)), __uint_as_float(__byte_perm(lo.x, hi.x, 0x7632)),
+                     __uint_as_float(__byte_perm(lo.y, hi.y, 0x5410)), __uint_as_float(__byte_perm(lo.y, hi.y, 0x7632)));
+}
 // The lo part of (a, b) after their fp16 hi part `hi` (NOPE_P_HILO): what rounding a and b to fp16
 // left out, in fp32 (exact: a - hi is exact in fp32), and in fp16 (exact for normal results).
 [[maybe_unused]] __device__ __forceinline__ float2 f16_rest_f32(float a, float b, uint32_t hi) {
@@ -1766,18 +1774,18 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
 #endif
     }
   };
-  // kTEarlyStore: dims blocks b0 and b0 + 1 (of the four 64-dim blocks of each warpgroup's 256) of
-  // the finished rows, scaled by their factors (every head's in sRmax), staged by stmatrix.trans as
-  // in the epilogue below (bf16 rows for one split; else the fp32 rows' high halves over Q, their low
-  // halves in the raw staging buffer, since the KV tile is still being read), then written: 128 dims
-  // a row for each warpgroup, 16 bytes a thread.
-  [[maybe_unused]] auto epi_t = [&](auto b0_c) {
-    constexpr int b0 = decltype(b0_c)::value;
-    static_assert(!kTEarlyStore || (C::M * kSRow * 2 <= BN * kRowBytes && C::OFF_RAW % 16 == 0), "the low halves fit the raw buffer");
+  // v30 transposed tiles: this thread's scaled O^T values of dims blocks [B0, B1) (of the four 64-dim
+  // blocks of each warpgroup's 256; factors in sRmax) staged with stmatrix.trans, which turns the
+  // (dims x heads) fragments into rows of 8 dims per head: one split, the bf16 output rows over Q;
+  // several, the fp32 partials as their upper (over Q) and lower 16 bits (at sLo) in two arrays (exact).
+  // (The first v30 build's 64 scalar fp32 stores per thread cost ~1,750 cycles a CTA more than the
+  // row-major staging, float2 pieces paired by shuffles ~1,100, and the row finish behind a
+  // barrier here ~700.)
+  [[maybe_unused]] auto stage_t = [&](auto b0_c, auto b1_c, uint16_t* sLo) {
+    constexpr int B0 = decltype(b0_c)::value, B1 = decltype(b1_c)::value;
     const int wg = warp >> 2, wl = warp & 3;
     const float(&ot)[4][4][4] = *reinterpret_cast<const float(*)[4][4][4]>(&o[0][0][0]);
-    uint16_t* sHi = reinterpret_cast<uint16_t*>(smem + C::OFF_Q);
-    uint16_t* sLo = reinterpret_cast<uint16_t*>(smem + C::OFF_RAW);
+    uint16_t* sHi = reinterpret_cast<uint16_t*>(smem + C::OFF_Q);  // [M][kSRow]: bf16 rows, or fp32 bits 16-31
     const Pow2Pair v_exp(e_run);
     float2 g[4], gn[4];
 #pragma unroll
@@ -1787,10 +1795,10 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     }
     const int srow = (8 * (lane >> 3) + (lane & 7)) * kSRow + 256 * wg + 16 * wl;
 #pragma unroll
-    for (int b = b0; b < b0 + 2; ++b) {
+    for (int b = B0; b < B1; ++b) {
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
-        uint32_t hi[4], lo[4];
+        uint32_t hi[4], lo[4];  // matrices n = 0..3: dims 8 i + (0..7) of this warp's 16, heads 8 n + (0..7)
 #pragma unroll
         for (int n = 0; n < 4; ++n) {
           const float2 f = (wg == 0 || b < 3) ? gn[n] : g[n];
@@ -1806,6 +1814,17 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         if (num_splits > 1) stsm_x4_t(sLo + srow + 64 * b + 8 * i, lo[0], lo[1], lo[2], lo[3]);
       }
     }
+  };
+  // kTEarlyStore: dims blocks b0 and b0 + 1 of the finished rows staged (the fp32 rows' low halves
+  // in the raw staging buffer, since the KV tile is still being read), then written: 128 dims a row
+  // for each warpgroup, 16 bytes a thread.
+  [[maybe_unused]] auto epi_t = [&](auto b0_c) {
+    constexpr int b0 = decltype(b0_c)::value;
+    static_assert(!kTEarlyStore || (C::M * kSRow * 2 <= BN * kRowBytes && C::OFF_RAW % 16 == 0), "the low halves fit the raw buffer");
+    const int wg = warp >> 2;
+    const uint16_t* sHi = reinterpret_cast<const uint16_t*>(smem + C::OFF_Q);
+    uint16_t* sLo = reinterpret_cast<uint16_t*>(smem + C::OFF_RAW);
+    stage_t(b0_c, std::integral_constant<int, b0 + 2>(), sLo);
     __syncthreads();  // the warpgroup's staged rows, before any thread reads them
     const int lt = tid & 127;
     const int d0 = 256 * wg + 64 * b0;
@@ -1824,11 +1843,8 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
         const int h = h0 + r;
         if (h >= p.H) break;
         const int d = d0 + (lt % 32) * 4;
-        const uint2 a = *reinterpret_cast<const uint2*>(sHi + r * kSRow + d);
-        const uint2 l = *reinterpret_cast<const uint2*>(sLo + r * kSRow + d);
         *reinterpret_cast<float4*>(p.ws_out + ((int64_t(t) * p.H + h) * num_splits + split) * kD + d) =
-            make_float4(__uint_as_float(__byte_perm(l.x, a.x, 0x5410)), __uint_as_float(__byte_perm(l.x, a.x, 0x7632)),
-                        __uint_as_float(__byte_perm(l.y, a.y, 0x5410)), __uint_as_float(__byte_perm(l.y, a.y, 0x7632)));
+            join_f32_halves(*reinterpret_cast<const uint2*>(sHi + r * kSRow + d), *reinterpret_cast<const uint2*>(sLo + r * kSRow + d));
       }
     }
   };
@@ -2578,43 +2594,9 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   DSPARKCTL_TL_MARK(15);
   if constexpr (kWgmmaT) {
     // v30 transposed tiles: the row factors are in sRmax (finish_rows_t ran under the last
-    // P.V, or before the barrier above in a CTA without tiles). Every thread stages its scaled O^T values with stmatrix.trans, which turns the (dims x heads)
-    // fragments into rows of 8 dims per head: one split, the bf16 output rows; several, the
-    // fp32 partials as their upper and lower 16 bits in two arrays (exact). (The first v30
-    // build's 64 scalar fp32 stores per thread cost ~1,750 cycles a CTA more than the
-    // row-major staging, float2 pieces paired by shuffles ~1,100, and the row finish behind a
-    // barrier here ~700.)
-    const int wg = warp >> 2, wl = warp & 3;
-    const float(&ot)[4][4][4] = *reinterpret_cast<const float(*)[4][4][4]>(&o[0][0][0]);
-    uint16_t* sHi = reinterpret_cast<uint16_t*>(smem + C::OFF_Q);  // [M][kSRow]: bf16 rows, or fp32 bits 16-31
-    uint16_t* sLo = sHi + C::M * kSRow;                            // [M][kSRow]: fp32 bits 0-15
-    float2 g[4], gn[4];
-#pragma unroll
-    for (int n = 0; n < 4; ++n) {
-      g[n] = *reinterpret_cast<const float2*>(sRmax + 8 * n + 2 * (lane & 3));
-      gn[n] = make_float2(v_exp(g[n].x), v_exp(g[n].y));
-    }
-    const int srow = (8 * (lane >> 3) + (lane & 7)) * kSRow + 256 * wg + 16 * wl;
-#pragma unroll
-    for (int b = 0; b < 4; ++b) {
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        uint32_t hi[4], lo[4];  // matrices n = 0..3: dims 8 i + (0..7) of this warp's 16, heads 8 n + (0..7)
-#pragma unroll
-        for (int n = 0; n < 4; ++n) {
-          const float2 f = (wg == 0 || b < 3) ? gn[n] : g[n];
-          const float x0 = ot[b][n][2 * i] * f.x, x1 = ot[b][n][2 * i + 1] * f.y;
-          if (num_splits == 1) {
-            hi[n] = pack_bf16(x0, x1);
-          } else {
-            hi[n] = __byte_perm(__float_as_uint(x0), __float_as_uint(x1), 0x7632);
-            lo[n] = __byte_perm(__float_as_uint(x0), __float_as_uint(x1), 0x5410);
-          }
-        }
-        stsm_x4_t(sHi + srow + 64 * b + 8 * i, hi[0], hi[1], hi[2], hi[3]);
-        if (num_splits > 1) stsm_x4_t(sLo + srow + 64 * b + 8 * i, lo[0], lo[1], lo[2], lo[3]);
-      }
-    }
+    // P.V, or before the barrier above in a CTA without tiles); the fp32 rows' low halves past Q.
+    stage_t(std::integral_constant<int, 0>(), std::integral_constant<int, 4>(),
+            reinterpret_cast<uint16_t*>(smem + C::OFF_Q) + C::M * kSRow);
   } else {
   // Rows of this thread: v13 path every m-tile's rows (each warp holds all M rows for its dims);
   // wgmma path (v21) the two S rows, with the dims of its warpgroup.
@@ -2679,10 +2661,8 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
     const uint16_t* sLo = sHi + C::M * kSRow;
     write_rows([&](int r, int d) { return *reinterpret_cast<const uint4*>(sHi + r * kSRow + d); },
                [&](int r, int d) {
-                 const uint2 a = *reinterpret_cast<const uint2*>(sHi + r * kSRow + d);
-                 const uint2 l = *reinterpret_cast<const uint2*>(sLo + r * kSRow + d);
-                 return make_float4(__uint_as_float(__byte_perm(l.x, a.x, 0x5410)), __uint_as_float(__byte_perm(l.x, a.x, 0x7632)),
-                                    __uint_as_float(__byte_perm(l.y, a.y, 0x5410)), __uint_as_float(__byte_perm(l.y, a.y, 0x7632)));
+                 return join_f32_halves(*reinterpret_cast<const uint2*>(sHi + r * kSRow + d),
+                                        *reinterpret_cast<const uint2*>(sLo + r * kSRow + d));
                });
   } else {
     // fp32 rows (sOut)
