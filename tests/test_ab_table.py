@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -62,6 +63,44 @@ def test_every_bench_shell_script_parses() -> None:
     for script in scripts:
         proc = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True, timeout=30)
         assert proc.returncode == 0, (script, proc.stderr)
+
+
+def test_device_hold_results_moves_older_records_out_and_back(tmp_path: Path) -> None:
+    """bench/device_hold_results.sh on a small git tree of its own: `out` keeps the named result
+    dirs and gpu_suite_h200/ (a CPU test reads it), moves the rest to the hold dir and refuses a
+    second `out`; `back` restores every tracked file, refuses to overwrite, and refuses when nothing
+    is held."""
+    repo, hold = tmp_path / "repo", tmp_path / "hold"
+    (repo / "bench").mkdir(parents=True)
+    shutil.copy(BENCH / "device_hold_results.sh", repo / "bench")
+    for d in ("old_a", "old_b", "keep_me", "gpu_suite_h200"):
+        (repo / "bench" / "results" / d).mkdir(parents=True)
+        (repo / "bench" / "results" / d / "r.txt").write_text(d)
+    (repo / "bench" / "results" / "table.md").write_text("top-level file")
+    git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], cwd=repo, check=True)
+    env = {**os.environ, "DSPARKCTL_RESULTS_HOLD": str(hold)}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["bash", str(repo / "bench" / "device_hold_results.sh"), *args], capture_output=True,
+                              text=True, env=env, timeout=60)
+
+    assert run("out", "keep_me").returncode == 0
+    assert sorted(p.name for p in (repo / "bench" / "results").iterdir()) == ["gpu_suite_h200", "keep_me", "table.md"]
+    assert sorted(p.name for p in hold.iterdir()) == ["old_a", "old_b"]
+    second = run("out")
+    assert second.returncode == 2 and "run" in second.stderr and (repo / "bench" / "results" / "keep_me").is_dir()
+    (repo / "bench" / "results" / "old_a").mkdir()
+    clash = run("back")
+    assert clash.returncode == 1 and "not overwriting" in clash.stderr and (hold / "old_a" / "r.txt").exists()
+    (repo / "bench" / "results" / "old_a").rmdir()
+    assert run("back").returncode == 0 and not hold.exists()
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True, check=True)
+    assert status.stdout == ""
+    nothing = run("back")
+    assert nothing.returncode == 2 and "nothing held" in nothing.stderr
 
 
 @pytest.mark.parametrize("args", [[], ["/nonexistent-tree"]])
