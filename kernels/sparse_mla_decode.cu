@@ -1820,7 +1820,11 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   // for each warpgroup, 16 bytes a thread.
   [[maybe_unused]] auto epi_t = [&](auto b0_c) {
     constexpr int b0 = decltype(b0_c)::value;
-    static_assert(!kTEarlyStore || (C::M * kSRow * 2 <= BN * kRowBytes && C::OFF_RAW % 16 == 0), "the low halves fit the raw buffer");
+    // the staged rows' halves: the high ones inside Q's region, the low ones inside the raw buffer,
+    // which lies past the KV tile and every P buffer (what the second group's wgmmas read)
+    static_assert(!kTEarlyStore || (C::M * kSRow * 2 <= C::OFF_KV - C::OFF_Q && C::M * kSRow * 2 <= BN * kRowBytes &&
+                                    C::OFF_RAW >= C::OFF_RMAX && C::OFF_RAW % 16 == 0),
+                  "the staged halves stay clear of the KV tile and the P buffers");
     const int wg = warp >> 2;
     const uint16_t* sHi = reinterpret_cast<const uint16_t*>(smem + C::OFF_Q);
     uint16_t* sLo = reinterpret_cast<uint16_t*>(smem + C::OFF_RAW);
