@@ -186,7 +186,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     candidate (-DDSPARKCTL_WS_DIMS_PARTIALS=1, sm_90a) and v67's (-DDSPARKCTL_WS_DH_DIRECT=0, sm_90a)
     and v68's (-DDSPARKCTL_WS_DH_RING3=0, sm_90a) and v70's (-DDSPARKCTL_FINISH_ROWS_LOOP=0, sm_90a) and
     v71's (-DDSPARKCTL_WS_DH_COPY1=0, sm_90a) and v72's (-DDSPARKCTL_SINK_EARLY=0, sm_90a) and v73's
-    (-DDSPARKCTL_SPLIT_FRONT=0, sm_90a),
+    (-DDSPARKCTL_SPLIT_FRONT=0, sm_90a) and v74's (-DDSPARKCTL_T_EARLY_STORE=0, sm_90a),
     and session 40's per-tile timeline points
     (-DDSPARKCTL_TIMELINE -DDSPARKCTL_TL_EVENTS, sm_90a), as
     {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
