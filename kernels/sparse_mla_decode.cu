@@ -415,18 +415,6 @@ static_assert(DSPARKCTL_SPLIT_FRONT == 0 || DSPARKCTL_SPLIT_FRONT == 1, "on or o
 #define DSPARKCTL_T_EARLY_STORE 1
 #endif
 static_assert(DSPARKCTL_T_EARLY_STORE == 0 || DSPARKCTL_T_EARLY_STORE == 1, "on or off");
-// Session 48 candidate (DSPARKCTL_T_DEQ_AHEAD; 0 by default while it is measured): the 32-head
-// transposed-wgmma tiles (v30) dequantize tile i + 1 while tile i's P.V runs. v72's timeline of
-// DSpark +512 T = 10 (two tiles a CTA) had the dequantization (~1,650 cycles a tile) in series
-// between one tile's P.V (~2,100 cycles where the tensor pipe needs ~1,024) and the next tile's S.
-// The P.V's wgmmas are asynchronous, so the same threads can convert the next tile while they run,
-// if it goes to another buffer: a second KV tile (66,560 bytes; the layout then uses 229,376 of the
-// 232,448 an H200 CTA may have, and LARGE32 already runs one CTA an SM). The work per tile and its
-// order per accumulator are unchanged, so outputs are bit for bit.
-#ifndef DSPARKCTL_T_DEQ_AHEAD
-#define DSPARKCTL_T_DEQ_AHEAD 0
-#endif
-static_assert(DSPARKCTL_T_DEQ_AHEAD == 0 || DSPARKCTL_T_DEQ_AHEAD == 1, "on or off");
 // The first tile (of the full tile range of topk + extra) of split `split` of `num_splits`, in the
 // floor form (the cut before the lengths are known; ValidTiles front-loads it where v73 does).
 __device__ __forceinline__ int split_first_tile(int ntf, int split, int num_splits) {
@@ -510,13 +498,9 @@ struct Cfg {
   static constexpr int OFF_SCALE = OFF_RAW + BN * kRowBytes;    // [2][BN][8] scale slots
   static constexpr int OFF_QMAX = OFF_SCALE + 2 * BN * 8;     // [M][2] |q| nope max bits, per half row
   static constexpr int OFF_MBAR = OFF_QMAX + M * 2 * 4;  // the staging buffer's mbarrier (v27 clusters)
-  // DSPARKCTL_T_DEQ_AHEAD: the 32-head x 64-candidate tiles' second KV tile (odd tiles of a CTA's chain)
-  static constexpr bool KV2 = DSPARKCTL_T_DEQ_AHEAD == 1 && M == 32 && BN == 64;
-  static constexpr int OFF_KV2 = (OFF_MBAR + 8 + 1023) / 1024 * 1024;
-  static constexpr int OFF_TL = KV2 ? OFF_KV2 + KV_BYTES : OFF_MBAR + 8;  // phase cycle sums (timeline builds only)
+  static constexpr int OFF_TL = OFF_MBAR + 8;  // phase cycle sums (timeline builds only)
   static constexpr int SMEM = OFF_TL + kTlSmemBytes;
   static_assert(S_WARPS <= kWarps, "S phase needs at most 8 warps");
-  static_assert(!KV2 || SMEM <= 227 * 1024, "the second KV tile fits the opt-in shared memory of a Hopper CTA");
   static_assert(M * kORow * 4 <= OFF_P, "the epilogue stages M fp32 rows in the Q and KV regions");
   static_assert(NTW == 1 || NTW % 2 == 0, "n-tiles per warp: 1 or even");
   static_assert(BN % 16 == 0, "BN multiple of 16");
@@ -1545,7 +1529,6 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   constexpr bool kWgmmaT = DSPARKCTL_WGMMA && C::M == 32 && BN == 64 && !CLUSTER;
   constexpr bool kSwizzled = kWgmma || kWgmmaT;  // Q, the KV tile and P in sw128_off's layout
   constexpr bool kTEarlyStore = kWgmmaT && DSPARKCTL_T_EARLY_STORE;  // the rows written in two halves
-  constexpr bool kDeqAhead = kWgmmaT && C::KV2;  // the next tile dequantized under this tile's P.V
   // v29: the mma.sync 64-candidate tiles skip a partial tile's dead tail (positions past the
   // row's length, e.g. 59 of DSpark's third tile at valid length 133): nope chunk groups that
   // hold only rows past the next multiple of 16 are not dequantized (the second of two groups
@@ -1874,16 +1857,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
   // every warp's loads before the first partial sums overwrite sQ)
   [[maybe_unused]] uint32_t qf[kSplitK ? SK_KS : 1][4];
   [[maybe_unused]] const int sk_mt = warp % MT, sk_kq = (warp / MT) % SK_KP, sk_np = warp / (MT * SK_KP);
-  // Tile `it` dequantized into `kv`, tile it + 1's copies issued, tile it + 2's ids loaded; at the top
-  // of each tile, or (kDeqAhead) under the previous tile's P.V (e_run is then already the previous
-  // tile's). Returns what the tile's S, P and P.V need.
-  struct TileFacts {
-    uint32_t maxb;       // the tile's largest nope scale byte
-    int e_tile, e_new;   // its V exponent, and the accumulators' after it
-    int live, live16;    // its live candidates (those before the length cut), and rounded up to a k-step
-    int32_t next_id;     // tile it + 2's raw slot id (this thread's)
-  };
-  auto prep_tile = [&](int it, __nv_bfloat16* kv) {
+  for (int it = tile_begin; it < tile_end; ++it) {
     cp_async_wait_all();
     if constexpr (clustered) mbar_wait(sBar, uint32_t(it - tile_begin) & 1u);  // every row's bytes, from every peer
     __syncthreads();  // tile `it` landed; previous tile's PV is done with sKV / sP
@@ -1907,7 +1881,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       live = len - pos0 < BN ? len - pos0 : BN;
       live16 = (live + 15) & ~15;
     }
-    TileT::template store<C::DEQ_GROUP, kSwizzled, kTailSkip>(sRaw, sScale + (it & 1) * BN * 8, kv, maxb, live16);
+    TileT::template store<C::DEQ_GROUP, kSwizzled, kTailSkip>(sRaw, sScale + (it & 1) * BN * 8, sKV, maxb, live16);
     DSPARKCTL_TL_MARK(10);
     if (it + 1 < tile_end) {
       const SparseMlaCache* c; int pos0, len;
@@ -1931,73 +1905,8 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       tile_src(it + 2, c, pos0, len);
       next_id = load_id(*c, t, pos0 + tid, len);
     }
-    if constexpr (kSwizzled) fence_proxy_async_smem();  // the dequantized tile (and Q) for wgmma
-    return TileFacts{maxb, e_tile, e_new, live, live16, next_id};
-  };
-  // kDeqAhead: the odd tiles of the chain in the second KV tile
-  [[maybe_unused]] __nv_bfloat16* const sKV2 = reinterpret_cast<__nv_bfloat16*>(smem + C::OFF_KV2);
-  auto kv_of = [&](int it) { return kDeqAhead && ((it - tile_begin) & 1) ? sKV2 : sKV; };
-  [[maybe_unused]] TileFacts ahead{};  // kDeqAhead: the next tile's, prepared under this tile's P.V
-  for (int it = tile_begin; it < tile_end; ++it) {
-    __nv_bfloat16* const kvc = kv_of(it);  // this tile's dequantized rows
-    TileFacts tf{};
-    if constexpr (kDeqAhead) {
-      tf = it == tile_begin ? prep_tile(it, kvc) : ahead;
-    } else {
-      cp_async_wait_all();
-      if constexpr (clustered) mbar_wait(sBar, uint32_t(it - tile_begin) & 1u);  // every row's bytes, from every peer
-      __syncthreads();  // tile `it` landed; previous tile's PV is done with sKV / sP
-      DSPARKCTL_TL_MARK(9);
-      if constexpr (kSplitK) {
-        if (it == tile_begin) {
-          const __nv_bfloat16* qa = sQ + (sk_mt * 16 + (lane & 15)) * kSRow + (lane >> 4) * 8 + sk_kq * SK_KS * 16;
-#pragma unroll
-          for (int kk = 0; kk < SK_KS; ++kk) ldsm_x4(qf[kk], qa + kk * 16);
-        }
-      }
-      // V exponent of this tile (its largest scale) and of the accumulators after it.
-      const uint32_t maxb = tile_max_scale<BN>(sScale + (it & 1) * BN * 8, lane);
-      const int e_tile = int(maxb) - 127;
-      const int e_new = e_run > e_tile ? e_run : e_tile;
-      // live candidates of this tile (those before the length cut), and rounded up to a k-step
-      int live = BN, live16 = BN;
-      if constexpr (kTailSkip) {
-        const SparseMlaCache* c; int pos0, len;
-        tile_src(it, c, pos0, len);
-        live = len - pos0 < BN ? len - pos0 : BN;
-        live16 = (live + 15) & ~15;
-      }
-      TileT::template store<C::DEQ_GROUP, kSwizzled, kTailSkip>(sRaw, sScale + (it & 1) * BN * 8, sKV, maxb, live16);
-      DSPARKCTL_TL_MARK(10);
-      if (it + 1 < tile_end) {
-        const SparseMlaCache* c; int pos0, len;
-        tile_src(it + 1, c, pos0, len);
-        if constexpr (clustered) {
-          // Peers write this CTA's staging buffer: the next tile's copies wait until every CTA
-          // of the cluster has dequantized this one (unclustered, each thread only reads the
-          // chunks it copied itself, so no barrier is needed here).
-          cluster_arrive();
-          cluster_wait();
-          TileT::prefetch_cluster(*c, sOff + ((it + 1) & 1) * 2 * BN, sRaw, sScale + ((it + 1) & 1) * BN * 8, sBar,
-                                  cluster);
-        } else {
-          TileT::prefetch(*c, sOff + ((it + 1) & 1) * 2 * BN, sRaw, sScale + ((it + 1) & 1) * BN * 8);
-        }
-      }
-      // ids of tile it+2: loaded now, validated and published after the S phase
-      int32_t next_id = -1;
-      if (tid < BN && it + 2 < tile_end) {
-        const SparseMlaCache* c; int pos0, len;
-        tile_src(it + 2, c, pos0, len);
-        next_id = load_id(*c, t, pos0 + tid, len);
-      }
-      if constexpr (kSwizzled) fence_proxy_async_smem();  // the dequantized tile (and Q) for wgmma
-      tf = TileFacts{maxb, e_tile, e_new, live, live16, next_id};
-    }
-    const int e_tile = tf.e_tile, e_new = tf.e_new, live16 = tf.live16;
-    [[maybe_unused]] const int live = tf.live;
-    const int32_t next_id = tf.next_id;
     const int64_t* sValid = sOff + (it & 1) * 2 * BN;  // this tile's row offsets (-1 = invalid)
+    if constexpr (kSwizzled) fence_proxy_async_smem();  // the dequantized tile (and Q) for wgmma
     __syncthreads();
     DSPARKCTL_TL_MARK(11);
 
@@ -2414,7 +2323,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
 #pragma unroll
           for (int c = 0; c < 4; ++c) st[n][c] = 0.f;
         const uint64_t dq = wgmma_desc_sw128(sQ);
-        const uint64_t dk = wgmma_desc_sw128(kvc);
+        const uint64_t dk = wgmma_desc_sw128(sKV);
         auto kstep = [](int kk, int rows) { return uint64_t(((kk >> 2) * rows * 128 + (kk & 3) * 32) >> 4); };
         wgmma_fence();
 #pragma unroll
@@ -2569,7 +2478,7 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
       [[maybe_unused]] const uint64_t dp16l = wgmma_desc_sw128(sP16lo);
       const uint64_t dph = wgmma_desc_sw128(sP);
       const uint64_t dpl = wgmma_desc_sw128(sPlo);
-      const uint64_t dv = wgmma_desc_sw128(kvc, BN * 128);
+      const uint64_t dv = wgmma_desc_sw128(sKV, BN * 128);
       auto pv = [&](auto nks_c) {
         constexpr int NKS = decltype(nks_c)::value;
         if constexpr (kTEarlyStore) {
@@ -2651,13 +2560,9 @@ __global__ void __launch_bounds__(kThreads, BN == 32 ? DSPARKCTL_SMALL_MIN_BLOCK
           wgmma_wait();
           epi_t(std::integral_constant<int, 2>());
         } else {
-          if constexpr (kDeqAhead) ahead = prep_tile(it + 1, kv_of(it + 1));  // the next tile, under this P.V
           wgmma_wait();
         }
       } else {
-        if constexpr (kDeqAhead) {
-          if (it + 1 < tile_end) ahead = prep_tile(it + 1, kv_of(it + 1));
-        }
         wgmma_wait();
       }
     }
