@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A shipped kernel's full device record in one call (sessions 44-48 each wrote this as its own
+# A shipped kernel's full device record in one call (sessions 45-48 each wrote this as its own
 # results script): the full run of the working tree's kernel (bench/kernel_device_run.sh with the
 # Triton peer: GPU tests on the shipped and the SM120-register builds, sanitizers, the WS probe, the
 # smoke, the bench table) into run1/, the product's GPU suite (bench/gpu_suite.sh) into suite/, then

@@ -1,28 +1,6 @@
 #!/usr/bin/env bash
-# v71's device record (session 45, call 1): the full run of the shipped source
-# (bench/kernel_device_run.sh with the Triton peer: GPU tests on the shipped and the SM120-register
-# builds, sanitizers, the WS probe, the smoke, the bench table), then the product's GPU suite
-# (bench/gpu_suite.sh), then a second bench table if the call has time left. Carry .dev/s30 (the
-# peer) and .dev/devwheels/wheelcache (the SGLang wheel for the install test). Packs $OUT/r.tgz.
+# v71's device record (session 45, call 1). What ran is this file at a15d143; its steps are
+# bench/kernel_full_record.sh, unchanged. Carry .dev/s30 and .dev/devwheels/wheelcache.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
-export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
-F=/tmp/full; rm -rf $F; mkdir -p $F/run1 $F/suite $F/reruns
-t0=$(date +%s)
-OUT=$F/run1 timeout 330 bash bench/kernel_device_run.sh .dev/s30/kernel_peer/flash_mla_sm120_triton.py > $F/run1/full_run.log 2>&1
-echo "full run rc=$? $(( $(date +%s) - t0 )) s"
-grep -E "passed|ERROR SUMMARY|RACECHECK SUMMARY|verdict|spill" $F/run1/full_run.log | head -20
-grep -E "dspark|decode \| 128 \| 128\(128\) \| 1024 \| 1 " $F/run1/kernel_bench.md | head -9
-t1=$(date +%s)
-OUT=$F/suite timeout 200 bash bench/gpu_suite.sh > $F/suite/gpu_suite.out 2>&1
-echo "suite rc=$? $(( $(date +%s) - t1 )) s"; grep "rc=" $F/suite/suite.log; tail -3 $F/suite/gpu_tests.log
-grep -E "SKIPPED|FAILED" $F/suite/gpu_tests.log | head
-if [ $(( $(date +%s) - t0 )) -lt 500 ]; then
-  SO=/tmp/kbuild/dsparkctl_sparse_mla_sm_90a.so
-  echo "second table on $SO"
-  DSPARKCTL_KERNEL_SO=$SO timeout 70 python3 bench/bench_kernel.py --triton-peer .dev/s30/kernel_peer/flash_mla_sm120_triton.py \
-    --json "$F/reruns/kernel_bench_r2.json" --md "$F/reruns/kernel_bench_r2.md" > "$F/reruns/bench_r2.log" 2>&1 || tail -20 "$F/reruns/bench_r2.log"
-  grep -E "dspark" "$F/reruns/kernel_bench_r2.md"
-fi
-(cd $F && tar czf "$OUT/r.tgz" .)
-echo "total $(( $(date +%s) - t0 )) s"
+exec bash bench/kernel_full_record.sh
