@@ -316,6 +316,23 @@ static_assert(DSPARKCTL_WS_LO_SPLIT16 == 0 || DSPARKCTL_WS_LO_SPLIT16 == 1, "on 
 #endif
 static_assert(DSPARKCTL_WS_TAIL16 == 0 || DSPARKCTL_WS_TAIL16 == 1, "on or off");
 [[maybe_unused]] constexpr bool kWsTail16 = DSPARKCTL_WS_TAIL16 == 1;
+// Session 49 (DSPARKCTL_WS_DH_TAIL_FUSE; candidate, 0 by default): in the halves kernel (ring of 3),
+// a kWsTail16 tile that follows a full tile of the CTA's range (one that is not a tail itself) is
+// not a step of its own: both consumer warpgroups take it with that tile, as one 80-candidate step. Warpgroup 0 runs
+// the tail's S as an m64n16k16 chain interleaved with the tile's m64n64k16 one (so its latency
+// hides behind the full chain), one mask, one running max and one rescale over the 80 scores, and
+// writes the tail's 16 P columns in warpgroup 1's register-A order (fp16 hi and lo, bf16 hi and lo
+// for the rope dims) into the tail buffer's rows 16-63, which no role reads during the step (the
+// producer converts rows 0-15 only, S and P.V read rows 0-15 only). Warpgroup 1's P.V adds the
+// tail's k-step (register A, V from the tail buffer) to the tile's four. Each tile keeps its own
+// V exponent (P's fp16 columns are scaled to it), buffer, slot and barriers. Why: session 49's
+// probe (bench/results/kernel_h200_s49_tail_cost/) had DSpark T = 50 at 15.28-15.64 us with valid
+// length 133 and 13.34 with 128; the 5-live tile's S (a full n64 chain beside the previous P.V),
+// mask, P, hand-offs and its own P.V step cost ~3,900 cycles of the CTA's ~28,400.
+#ifndef DSPARKCTL_WS_DH_TAIL_FUSE
+#define DSPARKCTL_WS_DH_TAIL_FUSE 0
+#endif
+static_assert(DSPARKCTL_WS_DH_TAIL_FUSE == 0 || DSPARKCTL_WS_DH_TAIL_FUSE == 1, "on or off");
 // v67 (session 39; DSPARKCTL_WS_DH_DIRECT, on; =0 rebuilds v66; outputs bit for bit): an unsplit
 // call of v66's halves kernel writes its bf16 rows from warpgroup 1's accumulators straight to
 // global memory (a 4 x 4 transpose of 32-bit words within each quad makes every lane's store 8
@@ -833,13 +850,21 @@ __device__ __forceinline__ void wgmma_pv_m64n192_f16(float (&d)[24][4], uint64_t
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
 #endif
 }
-[[maybe_unused]] __device__ __forceinline__ void wgmma_pv_m64n64_f16_ra(float (&d)[8][4], const uint32_t (&a)[4], uint64_t db) {
+// (BF16: the rope dims' P, session 49's fused tail step)
+template <bool BF16>
+[[maybe_unused]] __device__ __forceinline__ void wgmma_pv_m64n64_ra(float (&d)[8][4], const uint32_t (&a)[4], uint64_t db) {
 #if DSPARKCTL_WGMMA
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\nwgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
-      : DSPARKCTL_ACC32(0)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+#define DSPARKCTL_PV64RA_ARGS \
+  " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n" \
+      : DSPARKCTL_ACC32(0) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1)
+  if constexpr (BF16) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\nwgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"
+                 DSPARKCTL_PV64RA_ARGS);
+  } else {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\nwgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16"
+                 DSPARKCTL_PV64RA_ARGS);
+  }
+#undef DSPARKCTL_PV64RA_ARGS
 #endif
 }
 template <bool BF16>
@@ -3084,6 +3109,25 @@ template <bool BF16>
 #endif
 }
 
+// One k-step of S over a fused tail's 16 candidates (session 49, DSPARKCTL_WS_DH_TAIL_FUSE):
+// D[64 x 16] += Q[64 x 16] . K[16 x 16]^T, Q's k-step from registers as ws_s64_ra, K the tail
+// tile's rows 0-15 by descriptor; st[n]: candidates 8 n .. 8 n + 7 (the m16n8 C layout).
+template <bool BF16>
+[[maybe_unused]] __device__ __forceinline__ void ws_s16_ra(float (&st)[2][4], const uint32_t (&a)[4], uint64_t dk) {
+#if DSPARKCTL_WGMMA
+#define DSPARKCTL_S16_ARGS \
+  " {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, p, 1, 1, 0;\n}\n" \
+      : "+f"(st[0][0]), "+f"(st[0][1]), "+f"(st[0][2]), "+f"(st[0][3]), "+f"(st[1][0]), "+f"(st[1][1]), "+f"(st[1][2]), \
+        "+f"(st[1][3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(dk), "r"(1)
+  if constexpr (BF16) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\nwgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16" DSPARKCTL_S16_ARGS);
+  } else {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\nwgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16" DSPARKCTL_S16_ARGS);
+  }
+#undef DSPARKCTL_S16_ARGS
+#endif
+}
+
 // One WS conversion unit (a candidate's half of a 64-dim nope block: 32 FP8 bytes) to fp16 times
 // `mult` (f16_pow2x2), stored as 4 16-byte pieces at dst + (x0 ^ 16 k) (the 128-byte swizzle of
 // sw128_off: x0 is piece 0's offset in the row, k < 4 flips bits 4-5 only). By store_tile and
@@ -3142,7 +3186,7 @@ __device__ __forceinline__ void ws_pv_dims_0_255(float (&on)[24][4], float (&orp
       lo_a(ks, a);
       const uint64_t kb = (ks * 16 * 128) >> 4;
       wgmma_pv_m64n192_f16_ra(on, a, dv + kb);
-      wgmma_pv_m64n64_f16_ra(orp, a, dv + ((3 * BN * 128) >> 4) + kb);
+      wgmma_pv_m64n64_ra<false>(orp, a, dv + ((3 * BN * 128) >> 4) + kb);
     }
   }
   wgmma_commit_wait();
@@ -3184,6 +3228,12 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   auto buf_of = [&](int j) { return R == 3 ? j % 3 : j & 1; };
   auto phase_of = [&](int j) { return uint32_t(R == 3 ? j / 3 : j >> 1) & 1u; };
   constexpr bool kCopy1 = R == 3 && DSPARKCTL_WS_DH_COPY1 == 1;  // v71 (the halves kernel's ring only)
+  // session 49 (DSPARKCTL_WS_DH_TAIL_FUSE): a tail tile taken with the tile before it; its P words lie
+  // in its own buffer's rows 16-63 of nope blocks 0 (fp16 hi [4][128], lo [4][128]) and 1 (the rope's
+  // bf16 hi and lo), which nothing reads or writes between its conversion and the step's P.V
+  constexpr bool kTailFuse =
+      DH && R == 3 && kWsTail16 && kWsNopePHiLo && kWsLoSplit16 && DSPARKCTL_WS_DH_TAIL_FUSE == 1;
+  [[maybe_unused]] constexpr int kTailWords0 = 16 * 128, kTailWords1 = BN * 128 + 16 * 128;
 
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   const int tid = threadIdx.x;
@@ -3716,6 +3766,152 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       ws_handoff(kWsQFree, kCT);  // (the racecheck build: a rendezvous, as P's hand-offs)
     }
     for (int it = tile_begin; it < tile_end; ++it) {
+      if constexpr (kTailFuse) {
+        if (it + 1 < tile_end && tail16(it + 1) && !tail16(it)) {
+          // session 49: tile it and the tail tile it + 1 as one step (kTailFuse above)
+          const int j = it - tile_begin, b = buf_of(j), b1 = buf_of(j + 1), pb = j & 1;
+          mbar_wait(&full[b], phase_of(j));
+          mbar_wait(&full[b1], phase_of(j + 1));
+          DSPARKCTL_WS_TL(0);
+          DSPARKCTL_WS_EV(tid == 0, j, kEvWg0Ready)
+          const int e0 = sEtile[b], e1 = sEtile[b1];
+          const int e_a = e_run > e0 ? e_run : e0;
+          const int e_new = e_a > e1 ? e_a : e1;
+          float s[8][4], st[2][4];
+#pragma unroll
+          for (int n = 0; n < 8; ++n)
+#pragma unroll
+            for (int c = 0; c < 4; ++c) s[n][c] = 0.f;
+#pragma unroll
+          for (int n = 0; n < 2; ++n)
+#pragma unroll
+            for (int c = 0; c < 4; ++c) st[n][c] = 0.f;
+          const uint64_t dk = wgmma_desc_sw128(kv_tile(b)), dk1 = wgmma_desc_sw128(kv_tile(b1));
+          wgmma_fence();
+#pragma unroll
+          for (int kk = 0; kk < kDN / 16; ++kk) {
+            ws_s64_ra<false>(s, qa[kk], dk + kstep(kk, BN));
+            ws_s16_ra<false>(st, qa[kk], dk1 + kstep(kk, BN));
+          }
+          wgmma_commit_wait();
+          {
+            const Pow2Pair sn0[2] = {Pow2Pair(q_shift[0] + e0), Pow2Pair(q_shift[1] + e0)};
+            const Pow2Pair sn1[2] = {Pow2Pair(q_shift[0] + e1), Pow2Pair(q_shift[1] + e1)};
+#pragma unroll
+            for (int c = 0; c < 4; ++c) {
+#pragma unroll
+              for (int n = 0; n < 8; ++n) s[n][c] = sn0[c >> 1](s[n][c]);
+#pragma unroll
+              for (int n = 0; n < 2; ++n) st[n][c] = sn1[c >> 1](st[n][c]);
+            }
+          }
+          wgmma_fence();
+#pragma unroll
+          for (int kk = kDN / 16; kk < kD / 16; ++kk) {
+            ws_s64_ra<true>(s, qa[kk], dk + kstep(kk, BN));
+            ws_s16_ra<true>(st, qa[kk], dk1 + kstep(kk, BN));
+          }
+          wgmma_commit_wait();
+          mbar_arrive(&empty[b]);  // (DH: S is this warpgroup's last read of both tiles)
+          mbar_arrive(&empty[b1]);
+          DSPARKCTL_WS_TL(1);
+          DSPARKCTL_WS_EV(tid == 0, j, kEvWg0S)
+          const int q0 = j & (W::kSlots - 1), q1 = (j + 1) & (W::kSlots - 1);
+          float rmax[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+          for (int c = 0; c < 4; ++c) {
+#pragma unroll
+            for (int n = 0; n < 8; ++n) {
+              const int col = n * 8 + (lane & 3) * 2 + (c & 1);
+              const float v = sValid[q0 * BN + col] ? s[n][c] * scale_log2 : -INFINITY;
+              s[n][c] = v;
+              rmax[c >> 1] = fmaxf(rmax[c >> 1], v);
+            }
+#pragma unroll
+            for (int n = 0; n < 2; ++n) {
+              const int col = n * 8 + (lane & 3) * 2 + (c & 1);
+              const float v = sValid[q1 * BN + col] ? st[n][c] * scale_log2 : -INFINITY;
+              st[n][c] = v;
+              rmax[c >> 1] = fmaxf(rmax[c >> 1], v);
+            }
+          }
+          float alpha[2], m_use[2];
+#pragma unroll
+          for (int i = 0; i < 2; ++i) {
+            rmax[i] = fmaxf(rmax[i], __shfl_xor_sync(0xffffffffu, rmax[i], 1));
+            rmax[i] = fmaxf(rmax[i], __shfl_xor_sync(0xffffffffu, rmax[i], 2));
+            const float mx = rmax[i] > m_run[i] + kWsLazyMax ? rmax[i] : m_run[i];
+            alpha[i] = mx == -INFINITY ? 1.f : fast_exp2(m_run[i] - mx);
+            m_run[i] = mx;
+            m_use[i] = mx == -INFINITY ? 0.f : mx;
+          }
+          const float f16_shift0 = pow2i(e0 - e_new), f16_shift1 = pow2i(e1 - e_new);
+          e_run = e_new;
+          DSPARKCTL_WS_TL(2);
+          DSPARKCTL_WS_EV(tid == 0, j, kEvWg0Mask)
+          if (j > 0) nbar_sync(kWsPFree, kCT);
+          DSPARKCTL_WS_TL(3);
+          DSPARKCTL_WS_EV(tid == 0, j, kEvWg0PFree)
+          float rsum[2] = {0.f, 0.f};
+          uint32_t lo8 = 0;
+#pragma unroll
+          for (int n = 0; n < 8; ++n) {
+            const int col = n * 8 + (lane & 3) * 2;
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+              const float p0 = fast_exp2(s[n][2 * i] - m_use[i]);
+              const float p1 = fast_exp2(s[n][2 * i + 1] - m_use[i]);
+              rsum[i] += p0 + p1;
+              const int po = sw128_off<M>(wl * 16 + (lane >> 2) + 8 * i, col);
+              if (half == 1) {
+                const uint32_t hi = pack_bf16(p0, p1);
+                *reinterpret_cast<uint32_t*>(sPhi + po) = hi;
+                *reinterpret_cast<uint32_t*>(sPlo + po) = pack_bf16(p0 - bf16_lo(hi), p1 - bf16_hi(hi));
+              }
+              const uint32_t h16 = pack_f16(p0 * f16_shift0, p1 * f16_shift0);
+              *reinterpret_cast<uint32_t*>(sP16 + po) = h16;
+              const float2 rest = f16_rest_f32(p0 * f16_shift0, p1 * f16_shift0, h16);
+              const uint32_t e8 = e4m3x2_scaled(rest, float(1 << kWsLo8Shift));
+              lo8 = i == 0 ? e8 : lo8 | (e8 << 16);
+              if (i == 1) reinterpret_cast<uint32_t*>(smem + W::OFF_LO8)[n * 128 + (tid & 127)] = lo8;
+            }
+          }
+          // the tail's 16 columns, word 2 n + i of thread x at [2 n + i][x] (warpgroup 1's A registers)
+          uint32_t* tw = reinterpret_cast<uint32_t*>(kv_buf(b1) + kTailWords0) + (tid & 127);
+          uint32_t* tr = reinterpret_cast<uint32_t*>(kv_buf(b1) + kTailWords1) + (tid & 127);
+#pragma unroll
+          for (int n = 0; n < 2; ++n) {
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+              const float p0 = fast_exp2(st[n][2 * i] - m_use[i]);
+              const float p1 = fast_exp2(st[n][2 * i + 1] - m_use[i]);
+              rsum[i] += p0 + p1;
+              const int w = (2 * n + i) * 128;
+              if (half == 1) {
+                const uint32_t hi = pack_bf16(p0, p1);
+                tr[w] = hi;
+                tr[512 + w] = pack_bf16(p0 - bf16_lo(hi), p1 - bf16_hi(hi));
+              }
+              const uint32_t h16 = pack_f16(p0 * f16_shift1, p1 * f16_shift1);
+              tw[w] = h16;
+              const float2 rest = f16_rest_f32(p0 * f16_shift1, p1 * f16_shift1, h16);
+              tw[512 + w] = pack_f16(rest.x, rest.y);
+            }
+          }
+#pragma unroll
+          for (int i = 0; i < 2; ++i) {
+            l_run[i] = l_run[i] * alpha[i] + rsum[i];
+            if ((lane & 3) == 0) sAlpha[pb * M + wl * 16 + (lane >> 2) + 8 * i] = alpha[i];
+          }
+          fence_proxy_async_smem();
+          ws_handoff(kWsPReady, kCT);
+          DSPARKCTL_WS_TL(4);
+          DSPARKCTL_WS_EV(tid == 0, j, kEvWg0P)
+          DSPARKCTL_WS_TL(5);
+          ++it;
+          continue;
+        }
+      }
       const int j = it - tile_begin, b = buf_of(j), pb = R == 3 ? j & 1 : b;
       mbar_wait(&full[b], phase_of(j));
       DSPARKCTL_WS_TL(0);  // tile ready
@@ -3882,6 +4078,16 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
     if constexpr (W::REGS_PV < W::REGS_LAUNCH) setmaxnreg_dec<W::REGS_PV>();
     else setmaxnreg_inc<W::REGS_PV>();
     DSPARKCTL_WS_TL_DECL
+    // v37: tile j + R into tile j's buffer once warpgroup 0 is done with tile j too (R = 3: offs[b]'s
+    // first phase is tile b's for b = 2, tile b + 3's for b < 2; kCopy1: offs[1]'s is tile 1's)
+    auto copy_ahead = [&](int it) {
+      const int j = it - tile_begin, b = buf_of(j);
+      if (kWsConsumerCopies && it + R < tile_end) {
+        mbar_wait(&empty[b], phase_of(j));
+        mbar_wait(&offs[b], R == 3 ? uint32_t(j / 3 + (b == 2 || (kCopy1 && b == 1) ? 1 : 0)) & 1u : phase_of(j));
+        ws_copies(it + R, wl);
+      }
+    };
     if constexpr (R == 3) {
       // (kCopy1, v71: tile 1 from the producer's offsets, as soon as Q is in shared memory)
       if (kCopy1 && tile_begin + 1 < tile_end) {
@@ -3897,6 +4103,98 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       }
     }
     for (int it = tile_begin; it < tile_end; ++it) {
+      if constexpr (kTailFuse) {
+        if (it + 1 < tile_end && tail16(it + 1) && !tail16(it)) {
+          // session 49: the P.V of tile it and the tail tile it + 1 (kTailFuse above)
+          const int j = it - tile_begin, b = buf_of(j), b1 = buf_of(j + 1), pb = j & 1;
+          mbar_wait(&full[b], phase_of(j));
+          mbar_wait(&full[b1], phase_of(j + 1));
+          DSPARKCTL_WS_EV(tid == 128, j, kEvWg1Ready)
+          nbar_sync(kWsPReady, kCT);
+          DSPARKCTL_WS_TL(0);
+          const int e0 = sEtile[b], e1 = sEtile[b1];
+          const int e_a = e_run > e0 ? e_run : e0;
+          const int e_new = e_a > e1 ? e_a : e1;
+          const float v_shift = pow2i(e_run - e_new);
+          e_run = e_new;
+          if (!__all_sync(0xffffffffu, v_shift == 1.f && sAlpha[pb * M + wl * 16 + (lane >> 2)] == 1.f &&
+                                           sAlpha[pb * M + wl * 16 + (lane >> 2) + 8] == 1.f))
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+              const float a = sAlpha[pb * M + wl * 16 + (lane >> 2) + 8 * i];
+              const float an = a * v_shift;
+#pragma unroll
+              for (int jj = 0; jj < 32; ++jj) {
+                const float g = (dblk == 0 || jj < 24) ? an : a;
+                o[jj][2 * i] *= g;
+                o[jj][2 * i + 1] *= g;
+              }
+            }
+          const uint64_t dv = wgmma_desc_sw128(kv_tile(b), BN * 128), dv1 = wgmma_desc_sw128(kv_tile(b1), BN * 128);
+          uint32_t lo[16];
+          {
+            const uint32_t* src = reinterpret_cast<const uint32_t*>(smem + W::OFF_LO8) + (tid & 127);
+#pragma unroll
+            for (int n = 0; n < 8; ++n) fp8x4_to_f16x2x2(src[n * 128], kWsLo8Unscale, lo[2 * n], lo[2 * n + 1]);
+          }
+          const uint32_t* tw = reinterpret_cast<const uint32_t*>(kv_buf(b1) + kTailWords0) + (tid & 127);
+          // (the nope dims' blocks: 0-3 for half 0, 4-6 and the rope's 7 for half 1)
+          const uint64_t vb = half == 0 ? 0 : (4 * BN * 128) >> 4, vr = half == 0 ? (3 * BN * 128) >> 4 : (7 * BN * 128) >> 4;
+          if (half == 0) {
+            ws_pv_dims_0_255<BN / 16>(on, orp, dp16, dv, [&](int ks, uint32_t(&a)[4]) {
+              a[0] = lo[4 * ks];
+              a[1] = lo[4 * ks + 1];
+              a[2] = lo[4 * ks + 2];
+              a[3] = lo[4 * ks + 3];
+            });
+            const uint32_t th[4] = {tw[0], tw[128], tw[256], tw[384]};
+            const uint32_t tl[4] = {tw[512], tw[640], tw[768], tw[896]};
+            wgmma_fence();
+            wgmma_pv_m64n192_f16_ra(on, th, dv1);
+            wgmma_pv_m64n64_ra<false>(orp, th, dv1 + vr);
+            wgmma_pv_m64n192_f16_ra(on, tl, dv1);
+            wgmma_pv_m64n64_ra<false>(orp, tl, dv1 + vr);
+            wgmma_commit_wait();
+          } else {
+            wgmma_fence();
+#pragma unroll
+            for (int ks = 0; ks < BN / 16; ++ks) {
+              const uint64_t ka = (ks * 32) >> 4, kb = (ks * 16 * 128) >> 4;
+              wgmma_pv_m64n192_f16(on, dp16 + ka, dv + vb + kb);
+              wgmma_pv_m64n64<true>(orp, dph + ka, dv + vr + kb);
+              wgmma_pv_m64n64<true>(orp, dpl + ka, dv + vr + kb);
+            }
+#pragma unroll
+            for (int ks = 0; ks < BN / 16; ++ks) {
+              const uint32_t a[4] = {lo[4 * ks], lo[4 * ks + 1], lo[4 * ks + 2], lo[4 * ks + 3]};
+              wgmma_pv_m64n192_f16_ra(on, a, dv + vb + ((ks * 16 * 128) >> 4));
+            }
+            wgmma_commit_wait();
+            const uint32_t* tr = reinterpret_cast<const uint32_t*>(kv_buf(b1) + kTailWords1) + (tid & 127);
+            const uint32_t th[4] = {tw[0], tw[128], tw[256], tw[384]};
+            const uint32_t tl[4] = {tw[512], tw[640], tw[768], tw[896]};
+            const uint32_t rh[4] = {tr[0], tr[128], tr[256], tr[384]};
+            const uint32_t rl[4] = {tr[512], tr[640], tr[768], tr[896]};
+            wgmma_fence();
+            wgmma_pv_m64n192_f16_ra(on, th, dv1 + vb);
+            wgmma_pv_m64n64_ra<true>(orp, rh, dv1 + vr);
+            wgmma_pv_m64n64_ra<true>(orp, rl, dv1 + vr);
+            wgmma_pv_m64n192_f16_ra(on, tl, dv1 + vb);
+            wgmma_commit_wait();
+          }
+          if (it + 2 < tile_end) ws_handoff(kWsPFree, kCT);
+          mbar_arrive(&empty[b]);
+          mbar_arrive(&empty[b1]);
+          DSPARKCTL_WS_TL(1);
+          DSPARKCTL_WS_EV(tid == 128, j, kEvWg1PV)
+#pragma unroll
+          for (int k = 0; k < 2; ++k) copy_ahead(it + k);
+          DSPARKCTL_WS_TL(2);
+          DSPARKCTL_WS_EV(tid == 128, j, kEvWg1Copies)
+          ++it;
+          continue;
+        }
+      }
       const int j = it - tile_begin, b = buf_of(j), pb = R == 3 ? j & 1 : b;
       mbar_wait(&full[b], phase_of(j));
       DSPARKCTL_WS_EV(tid == 128, j, kEvWg1Ready)
@@ -3979,13 +4277,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       mbar_arrive(&empty[b]);
       DSPARKCTL_WS_TL(1);  // P.V (dims 256-511)
       DSPARKCTL_WS_EV(tid == 128, j, kEvWg1PV)
-      if (kWsConsumerCopies && it + R < tile_end) {
-        // v37: tile j + R into this buffer once warpgroup 0 is done with tile j too (R = 3: offs[b]'s
-        // first phase is tile b's for b = 2, tile b + 3's for b < 2; kCopy1: offs[1]'s is tile 1's)
-        mbar_wait(&empty[b], phase_of(j));
-        mbar_wait(&offs[b], R == 3 ? uint32_t(j / 3 + (b == 2 || (kCopy1 && b == 1) ? 1 : 0)) & 1u : phase_of(j));
-        ws_copies(it + R, wl);
-      }
+      copy_ahead(it);
       DSPARKCTL_WS_TL(2);  // copies of tile j + 2 issued
       DSPARKCTL_WS_EV(tid == 128, j, kEvWg1Copies)
     }

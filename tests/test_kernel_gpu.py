@@ -431,6 +431,33 @@ def test_dspark_t50_halves_of_the_output_dims(pbs: int) -> None:
     _check(args, out, lse)
 
 
+def test_halves_take_a_short_tail_with_the_tile_before() -> None:
+    """Session 49 (-DDSPARKCTL_WS_DH_TAIL_FUSE=1): the halves kernel takes a tile whose live rows lie
+    in its first 16 candidates together with the full tile before it. Rows that put such a tail
+    after a main tile (DSpark's 133, 129, 144, 80), after an extra-cache tile, after the main cache's
+    last tile (a 3-live extra list), two fused steps in a row (main 65, extra 70), a fused step
+    followed by eight more tiles, and rows where no step fuses (a tail that starts the range, 17
+    live, empty, past topk), unsplit, against the reference, each row equal bitwise to itself
+    called alone. On a build without the flag the same rows run v74's steps."""
+    if not _fits_large(ops.CONFIG_LARGE_SMEM_WS_DIMS):
+        pytest.skip("this GPU's shared memory does not fit the layout")
+    args = _inputs(Case(t=11, h=64, topk=192, pbs=256, extra=(512, 64), sink=True, seed=4901))
+    main = [133, 129, 144, 80, 65, 5, 192, 0, 250, -3, 192]
+    extra = [0, 512, 0, 0, 70, 70, 3, 17, 512, 0, 518]
+    args["topk_length"] = torch.tensor(main, device="cuda", dtype=torch.int32)
+    args["extra_topk_length"] = torch.tensor(extra, device="cuda", dtype=torch.int32)
+    plan = ops.plan_info(11, 64, 192, 512, config=ops.CONFIG_LARGE_SMEM_WS_DIMS, num_splits=1)
+    assert plan["warp_specialized"] and plan["num_splits"] == 1 and plan["dims_split"] == 2, plan
+    out, lse = ops.sparse_mla_decode_cfg(config=ops.CONFIG_LARGE_SMEM_WS_DIMS, num_splits=1, **args)
+    assert not torch.isnan(out).any()
+    _check(args, out, lse)
+    shared = ("kv_cache", "extra_kv_cache", "attn_sink")
+    for r in range(len(main)):
+        one = {k: (v[r : r + 1] if k not in shared and v is not None else v) for k, v in args.items()}
+        o1, l1 = ops.sparse_mla_decode_cfg(config=ops.CONFIG_LARGE_SMEM_WS_DIMS, num_splits=1, **one)
+        assert torch.equal(o1[0], out[r]) and torch.equal(l1[0], lse[r]), r
+
+
 @pytest.mark.parametrize(("config", "splits"), [(ops.CONFIG_LARGE_SMEM_WS, 5), (ops.CONFIG_LARGE_SMEM_WS, 2),
                                                 (ops.CONFIG_LARGE_SMEM_32, 6), (ops.CONFIG_SMALL_SMEM_16, 4)])
 def test_front_loaded_splits_of_short_main_rows(config: int, splits: int) -> None:
