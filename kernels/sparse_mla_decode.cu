@@ -3766,186 +3766,75 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       ws_handoff(kWsQFree, kCT);  // (the racecheck build: a rendezvous, as P's hand-offs)
     }
     for (int it = tile_begin; it < tile_end; ++it) {
-      if constexpr (kTailFuse) {
-        if (it + 1 < tile_end && tail16(it + 1) && !tail16(it)) {
-          // session 49: tile it and the tail tile it + 1 as one step (kTailFuse above)
-          const int j = it - tile_begin, b = buf_of(j), b1 = buf_of(j + 1), pb = j & 1;
-          mbar_wait(&full[b], phase_of(j));
-          mbar_wait(&full[b1], phase_of(j + 1));
-          DSPARKCTL_WS_TL(0);
-          DSPARKCTL_WS_EV(tid == 0, j, kEvWg0Ready)
-          const int e0 = sEtile[b], e1 = sEtile[b1];
-          const int e_a = e_run > e0 ? e_run : e0;
-          const int e_new = e_a > e1 ? e_a : e1;
-          float s[8][4], st[2][4];
-#pragma unroll
-          for (int n = 0; n < 8; ++n)
-#pragma unroll
-            for (int c = 0; c < 4; ++c) s[n][c] = 0.f;
-#pragma unroll
-          for (int n = 0; n < 2; ++n)
-#pragma unroll
-            for (int c = 0; c < 4; ++c) st[n][c] = 0.f;
-          const uint64_t dk = wgmma_desc_sw128(kv_tile(b)), dk1 = wgmma_desc_sw128(kv_tile(b1));
-          wgmma_fence();
-#pragma unroll
-          for (int kk = 0; kk < kDN / 16; ++kk) {
-            ws_s64_ra<false>(s, qa[kk], dk + kstep(kk, BN));
-            ws_s16_ra<false>(st, qa[kk], dk1 + kstep(kk, BN));
-          }
-          wgmma_commit_wait();
-          {
-            const Pow2Pair sn0[2] = {Pow2Pair(q_shift[0] + e0), Pow2Pair(q_shift[1] + e0)};
-            const Pow2Pair sn1[2] = {Pow2Pair(q_shift[0] + e1), Pow2Pair(q_shift[1] + e1)};
-#pragma unroll
-            for (int c = 0; c < 4; ++c) {
-#pragma unroll
-              for (int n = 0; n < 8; ++n) s[n][c] = sn0[c >> 1](s[n][c]);
-#pragma unroll
-              for (int n = 0; n < 2; ++n) st[n][c] = sn1[c >> 1](st[n][c]);
-            }
-          }
-          wgmma_fence();
-#pragma unroll
-          for (int kk = kDN / 16; kk < kD / 16; ++kk) {
-            ws_s64_ra<true>(s, qa[kk], dk + kstep(kk, BN));
-            ws_s16_ra<true>(st, qa[kk], dk1 + kstep(kk, BN));
-          }
-          wgmma_commit_wait();
-          mbar_arrive(&empty[b]);  // (DH: S is this warpgroup's last read of both tiles)
-          mbar_arrive(&empty[b1]);
-          DSPARKCTL_WS_TL(1);
-          DSPARKCTL_WS_EV(tid == 0, j, kEvWg0S)
-          const int q0 = j & (W::kSlots - 1), q1 = (j + 1) & (W::kSlots - 1);
-          float rmax[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-          for (int c = 0; c < 4; ++c) {
-#pragma unroll
-            for (int n = 0; n < 8; ++n) {
-              const int col = n * 8 + (lane & 3) * 2 + (c & 1);
-              const float v = sValid[q0 * BN + col] ? s[n][c] * scale_log2 : -INFINITY;
-              s[n][c] = v;
-              rmax[c >> 1] = fmaxf(rmax[c >> 1], v);
-            }
-#pragma unroll
-            for (int n = 0; n < 2; ++n) {
-              const int col = n * 8 + (lane & 3) * 2 + (c & 1);
-              const float v = sValid[q1 * BN + col] ? st[n][c] * scale_log2 : -INFINITY;
-              st[n][c] = v;
-              rmax[c >> 1] = fmaxf(rmax[c >> 1], v);
-            }
-          }
-          float alpha[2], m_use[2];
-#pragma unroll
-          for (int i = 0; i < 2; ++i) {
-            rmax[i] = fmaxf(rmax[i], __shfl_xor_sync(0xffffffffu, rmax[i], 1));
-            rmax[i] = fmaxf(rmax[i], __shfl_xor_sync(0xffffffffu, rmax[i], 2));
-            const float mx = rmax[i] > m_run[i] + kWsLazyMax ? rmax[i] : m_run[i];
-            alpha[i] = mx == -INFINITY ? 1.f : fast_exp2(m_run[i] - mx);
-            m_run[i] = mx;
-            m_use[i] = mx == -INFINITY ? 0.f : mx;
-          }
-          const float f16_shift0 = pow2i(e0 - e_new), f16_shift1 = pow2i(e1 - e_new);
-          e_run = e_new;
-          DSPARKCTL_WS_TL(2);
-          DSPARKCTL_WS_EV(tid == 0, j, kEvWg0Mask)
-          if (j > 0) nbar_sync(kWsPFree, kCT);
-          DSPARKCTL_WS_TL(3);
-          DSPARKCTL_WS_EV(tid == 0, j, kEvWg0PFree)
-          float rsum[2] = {0.f, 0.f};
-          uint32_t lo8 = 0;
-#pragma unroll
-          for (int n = 0; n < 8; ++n) {
-            const int col = n * 8 + (lane & 3) * 2;
-#pragma unroll
-            for (int i = 0; i < 2; ++i) {
-              const float p0 = fast_exp2(s[n][2 * i] - m_use[i]);
-              const float p1 = fast_exp2(s[n][2 * i + 1] - m_use[i]);
-              rsum[i] += p0 + p1;
-              const int po = sw128_off<M>(wl * 16 + (lane >> 2) + 8 * i, col);
-              if (half == 1) {
-                const uint32_t hi = pack_bf16(p0, p1);
-                *reinterpret_cast<uint32_t*>(sPhi + po) = hi;
-                *reinterpret_cast<uint32_t*>(sPlo + po) = pack_bf16(p0 - bf16_lo(hi), p1 - bf16_hi(hi));
-              }
-              const uint32_t h16 = pack_f16(p0 * f16_shift0, p1 * f16_shift0);
-              *reinterpret_cast<uint32_t*>(sP16 + po) = h16;
-              const float2 rest = f16_rest_f32(p0 * f16_shift0, p1 * f16_shift0, h16);
-              const uint32_t e8 = e4m3x2_scaled(rest, float(1 << kWsLo8Shift));
-              lo8 = i == 0 ? e8 : lo8 | (e8 << 16);
-              if (i == 1) reinterpret_cast<uint32_t*>(smem + W::OFF_LO8)[n * 128 + (tid & 127)] = lo8;
-            }
-          }
-          // the tail's 16 columns, word 2 n + i of thread x at [2 n + i][x] (warpgroup 1's A registers)
-          uint32_t* tw = reinterpret_cast<uint32_t*>(kv_buf(b1) + kTailWords0) + (tid & 127);
-          uint32_t* tr = reinterpret_cast<uint32_t*>(kv_buf(b1) + kTailWords1) + (tid & 127);
-#pragma unroll
-          for (int n = 0; n < 2; ++n) {
-#pragma unroll
-            for (int i = 0; i < 2; ++i) {
-              const float p0 = fast_exp2(st[n][2 * i] - m_use[i]);
-              const float p1 = fast_exp2(st[n][2 * i + 1] - m_use[i]);
-              rsum[i] += p0 + p1;
-              const int w = (2 * n + i) * 128;
-              if (half == 1) {
-                const uint32_t hi = pack_bf16(p0, p1);
-                tr[w] = hi;
-                tr[512 + w] = pack_bf16(p0 - bf16_lo(hi), p1 - bf16_hi(hi));
-              }
-              const uint32_t h16 = pack_f16(p0 * f16_shift1, p1 * f16_shift1);
-              tw[w] = h16;
-              const float2 rest = f16_rest_f32(p0 * f16_shift1, p1 * f16_shift1, h16);
-              tw[512 + w] = pack_f16(rest.x, rest.y);
-            }
-          }
-#pragma unroll
-          for (int i = 0; i < 2; ++i) {
-            l_run[i] = l_run[i] * alpha[i] + rsum[i];
-            if ((lane & 3) == 0) sAlpha[pb * M + wl * 16 + (lane >> 2) + 8 * i] = alpha[i];
-          }
-          fence_proxy_async_smem();
-          ws_handoff(kWsPReady, kCT);
-          DSPARKCTL_WS_TL(4);
-          DSPARKCTL_WS_EV(tid == 0, j, kEvWg0P)
-          DSPARKCTL_WS_TL(5);
-          ++it;
-          continue;
-        }
-      }
       const int j = it - tile_begin, b = buf_of(j), pb = R == 3 ? j & 1 : b;
       mbar_wait(&full[b], phase_of(j));
       DSPARKCTL_WS_TL(0);  // tile ready
       DSPARKCTL_WS_EV(tid == 0, j, kEvWg0Ready)
       const bool t16 = tail16(it);  // kWsTail16: P and P.V over candidates 0-15 only
+      // kTailFuse: this step also takes tail tile it + 1 (buffer b1, V exponent e1, scores st)
+      [[maybe_unused]] const bool fz = kTailFuse && it + 1 < tile_end && !t16 && tail16(it + 1);
+      [[maybe_unused]] const int b1 = kTailFuse ? buf_of(j + 1) : 0;
+      if (kTailFuse && fz) mbar_wait(&full[b1], phase_of(j + 1));
       const int e_tile = sEtile[b];
-      const int e_new = e_run > e_tile ? e_run : e_tile;
+      [[maybe_unused]] const int e1 = kTailFuse && fz ? sEtile[b1] : e_tile;
+      const int e_new0 = e_run > e_tile ? e_run : e_tile;
+      const int e_new = kTailFuse && e1 > e_new0 ? e1 : e_new0;
       __nv_bfloat16* sKV = kv_tile(b);
       float s[8][4];  // columns (candidates) 8 n + 2 (lane % 4) (+ 1)
 #pragma unroll
       for (int n = 0; n < 8; ++n)
 #pragma unroll
         for (int c = 0; c < 4; ++c) s[n][c] = 0.f;
+      [[maybe_unused]] float st[kTailFuse ? 2 : 1][4];
       const uint64_t dk = wgmma_desc_sw128(sKV);
-      wgmma_fence();
+      [[maybe_unused]] const uint64_t dk1 = kTailFuse ? wgmma_desc_sw128(kv_tile(b1)) : 0;
+      // S over k-steps [k0, k1), the tail's m64n16k16 chain interleaved (fused steps)
+      auto s_ksteps = [&](auto k0, auto k1, auto bf16) {
+        constexpr bool kBf16 = decltype(bf16)::value;
+        if constexpr (kTailFuse) {
+          if (fz) {
+            if constexpr (decltype(k0)::value == 0) {
+              // (zeroed by asm volatile: a plain store of 0 sank past the fence, next to the first
+              // wgmma, and ptxas serialized every wgmma of the kernel for the arrive it injected)
 #pragma unroll
-      for (int kk = 0; kk < kDN / 16; ++kk) {
-        if constexpr (kQR > 0) ws_s64_ra<false>(s, qa[kk], dk + kstep(kk, BN));
-        else ws_s64<false>(s, dq + kstep(kk, M), dk + kstep(kk, BN));
-      }
-      wgmma_commit_wait();
+              for (int n = 0; n < 2; ++n)
+#pragma unroll
+                for (int c = 0; c < 4; ++c) asm volatile("mov.b32 %0, 0;" : "=f"(st[n][c]));
+            }
+            wgmma_fence();
+#pragma unroll
+            for (int kk = decltype(k0)::value; kk < decltype(k1)::value; ++kk) {
+              ws_s64_ra<kBf16>(s, qa[kk], dk + kstep(kk, BN));
+              ws_s16_ra<kBf16>(st, qa[kk], dk1 + kstep(kk, BN));
+            }
+            wgmma_commit_wait();
+            return;
+          }
+        }
+        wgmma_fence();
+#pragma unroll
+        for (int kk = decltype(k0)::value; kk < decltype(k1)::value; ++kk) {
+          if constexpr (kQR > 0) ws_s64_ra<kBf16>(s, qa[kk], dk + kstep(kk, BN));
+          else ws_s64<kBf16>(s, dq + kstep(kk, M), dk + kstep(kk, BN));
+        }
+        wgmma_commit_wait();
+      };
+      s_ksteps(std::integral_constant<int, 0>(), std::integral_constant<int, kDN / 16>(), std::false_type());
       const Pow2Pair s_nope[2] = {Pow2Pair(q_shift[0] + e_tile), Pow2Pair(q_shift[1] + e_tile)};
 #pragma unroll
       for (int n = 0; n < 8; ++n)
 #pragma unroll
         for (int c = 0; c < 4; ++c) s[n][c] = s_nope[c >> 1](s[n][c]);
-      wgmma_fence();
+      if constexpr (kTailFuse) {
+        const Pow2Pair s_nope1[2] = {Pow2Pair(q_shift[0] + e1), Pow2Pair(q_shift[1] + e1)};
 #pragma unroll
-      for (int kk = kDN / 16; kk < kD / 16; ++kk) {
-        if constexpr (kQR > 0) ws_s64_ra<true>(s, qa[kk], dk + kstep(kk, BN));
-        else ws_s64<true>(s, dq + kstep(kk, M), dk + kstep(kk, BN));
+        for (int n = 0; n < 2; ++n)
+#pragma unroll
+          for (int c = 0; c < 4; ++c) st[n][c] = s_nope1[c >> 1](st[n][c]);
       }
-      wgmma_commit_wait();
+      s_ksteps(std::integral_constant<int, kDN / 16>(), std::integral_constant<int, kD / 16>(), std::true_type());
       if constexpr (DH) mbar_arrive(&empty[b]);  // DH: no P.V here, so S was this warpgroup's last read of the tile
+      if (kTailFuse && fz) mbar_arrive(&empty[b1]);
       DSPARKCTL_WS_TL(1);  // S
       DSPARKCTL_WS_EV(tid == 0, j, kEvWg0S)
       // scale (base 2), mask (a select: invalid candidates' rows are zeros, but stay out), row max
@@ -3958,6 +3847,18 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
           const float v = sValid[(j & (W::kSlots - 1)) * BN + col] ? s[n][c] * scale_log2 : -INFINITY;
           s[n][c] = v;
           rmax[c >> 1] = fmaxf(rmax[c >> 1], v);
+        }
+      }
+      if constexpr (kTailFuse) {
+#pragma unroll
+        for (int n = 0; n < 2; ++n) {
+#pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            const int col = n * 8 + (lane & 3) * 2 + (c & 1);
+            const float v = fz && sValid[((j + 1) & (W::kSlots - 1)) * BN + col] ? st[n][c] * scale_log2 : -INFINITY;
+            st[n][c] = v;
+            rmax[c >> 1] = fmaxf(rmax[c >> 1], v);
+          }
         }
       }
       float alpha[2], m_use[2];
@@ -3976,6 +3877,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
         m_use[i] = mx == -INFINITY ? 0.f : mx;
       }
       const float f16_shift = pow2i(e_tile - e_new);
+      [[maybe_unused]] const float f16_shift1 = kTailFuse ? pow2i(e1 - e_new) : 0.f;
       const float v_shift = pow2i(e_run - e_new);
       e_run = e_new;
       DSPARKCTL_WS_TL(2);  // mask, row max
@@ -4016,6 +3918,32 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
           }
         }
       }
+      if constexpr (kTailFuse) {
+        if (fz) {
+          // the tail's 16 columns, word 2 n + i of thread x at [2 n + i][x] (warpgroup 1's A registers)
+          uint32_t* tw = reinterpret_cast<uint32_t*>(kv_buf(b1) + kTailWords0) + (tid & 127);
+          uint32_t* tr = reinterpret_cast<uint32_t*>(kv_buf(b1) + kTailWords1) + (tid & 127);
+#pragma unroll
+          for (int n = 0; n < 2; ++n) {
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+              const float p0 = fast_exp2(st[n][2 * i] - m_use[i]);
+              const float p1 = fast_exp2(st[n][2 * i + 1] - m_use[i]);
+              rsum[i] += p0 + p1;
+              const int w = (2 * n + i) * 128;
+              if (half == 1) {
+                const uint32_t hi = pack_bf16(p0, p1);
+                tr[w] = hi;
+                tr[512 + w] = pack_bf16(p0 - bf16_lo(hi), p1 - bf16_hi(hi));
+              }
+              const uint32_t h16 = pack_f16(p0 * f16_shift1, p1 * f16_shift1);
+              tw[w] = h16;
+              const float2 rest = f16_rest_f32(p0 * f16_shift1, p1 * f16_shift1, h16);
+              tw[512 + w] = pack_f16(rest.x, rest.y);
+            }
+          }
+        }
+      }
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
         l_run[i] = l_run[i] * alpha[i] + rsum[i];
@@ -4029,6 +3957,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       DSPARKCTL_WS_EV(tid == 0, j, kEvWg0P)
       if constexpr (DH) {
         DSPARKCTL_WS_TL(5);
+        if (kTailFuse && fz) ++it;
         continue;  // warpgroup 1 runs the P.V of this CTA's dims
       }
       // v42: a warp whose rows all keep their max and exponent skips the rescale
@@ -4103,106 +4032,20 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       }
     }
     for (int it = tile_begin; it < tile_end; ++it) {
-      if constexpr (kTailFuse) {
-        if (it + 1 < tile_end && tail16(it + 1) && !tail16(it)) {
-          // session 49: the P.V of tile it and the tail tile it + 1 (kTailFuse above)
-          const int j = it - tile_begin, b = buf_of(j), b1 = buf_of(j + 1), pb = j & 1;
-          mbar_wait(&full[b], phase_of(j));
-          mbar_wait(&full[b1], phase_of(j + 1));
-          DSPARKCTL_WS_EV(tid == 128, j, kEvWg1Ready)
-          nbar_sync(kWsPReady, kCT);
-          DSPARKCTL_WS_TL(0);
-          const int e0 = sEtile[b], e1 = sEtile[b1];
-          const int e_a = e_run > e0 ? e_run : e0;
-          const int e_new = e_a > e1 ? e_a : e1;
-          const float v_shift = pow2i(e_run - e_new);
-          e_run = e_new;
-          if (!__all_sync(0xffffffffu, v_shift == 1.f && sAlpha[pb * M + wl * 16 + (lane >> 2)] == 1.f &&
-                                           sAlpha[pb * M + wl * 16 + (lane >> 2) + 8] == 1.f))
-#pragma unroll
-            for (int i = 0; i < 2; ++i) {
-              const float a = sAlpha[pb * M + wl * 16 + (lane >> 2) + 8 * i];
-              const float an = a * v_shift;
-#pragma unroll
-              for (int jj = 0; jj < 32; ++jj) {
-                const float g = (dblk == 0 || jj < 24) ? an : a;
-                o[jj][2 * i] *= g;
-                o[jj][2 * i + 1] *= g;
-              }
-            }
-          const uint64_t dv = wgmma_desc_sw128(kv_tile(b), BN * 128), dv1 = wgmma_desc_sw128(kv_tile(b1), BN * 128);
-          uint32_t lo[16];
-          {
-            const uint32_t* src = reinterpret_cast<const uint32_t*>(smem + W::OFF_LO8) + (tid & 127);
-#pragma unroll
-            for (int n = 0; n < 8; ++n) fp8x4_to_f16x2x2(src[n * 128], kWsLo8Unscale, lo[2 * n], lo[2 * n + 1]);
-          }
-          const uint32_t* tw = reinterpret_cast<const uint32_t*>(kv_buf(b1) + kTailWords0) + (tid & 127);
-          // (the nope dims' blocks: 0-3 for half 0, 4-6 and the rope's 7 for half 1)
-          const uint64_t vb = half == 0 ? 0 : (4 * BN * 128) >> 4, vr = half == 0 ? (3 * BN * 128) >> 4 : (7 * BN * 128) >> 4;
-          if (half == 0) {
-            ws_pv_dims_0_255<BN / 16>(on, orp, dp16, dv, [&](int ks, uint32_t(&a)[4]) {
-              a[0] = lo[4 * ks];
-              a[1] = lo[4 * ks + 1];
-              a[2] = lo[4 * ks + 2];
-              a[3] = lo[4 * ks + 3];
-            });
-            const uint32_t th[4] = {tw[0], tw[128], tw[256], tw[384]};
-            const uint32_t tl[4] = {tw[512], tw[640], tw[768], tw[896]};
-            wgmma_fence();
-            wgmma_pv_m64n192_f16_ra(on, th, dv1);
-            wgmma_pv_m64n64_ra<false>(orp, th, dv1 + vr);
-            wgmma_pv_m64n192_f16_ra(on, tl, dv1);
-            wgmma_pv_m64n64_ra<false>(orp, tl, dv1 + vr);
-            wgmma_commit_wait();
-          } else {
-            wgmma_fence();
-#pragma unroll
-            for (int ks = 0; ks < BN / 16; ++ks) {
-              const uint64_t ka = (ks * 32) >> 4, kb = (ks * 16 * 128) >> 4;
-              wgmma_pv_m64n192_f16(on, dp16 + ka, dv + vb + kb);
-              wgmma_pv_m64n64<true>(orp, dph + ka, dv + vr + kb);
-              wgmma_pv_m64n64<true>(orp, dpl + ka, dv + vr + kb);
-            }
-#pragma unroll
-            for (int ks = 0; ks < BN / 16; ++ks) {
-              const uint32_t a[4] = {lo[4 * ks], lo[4 * ks + 1], lo[4 * ks + 2], lo[4 * ks + 3]};
-              wgmma_pv_m64n192_f16_ra(on, a, dv + vb + ((ks * 16 * 128) >> 4));
-            }
-            wgmma_commit_wait();
-            const uint32_t* tr = reinterpret_cast<const uint32_t*>(kv_buf(b1) + kTailWords1) + (tid & 127);
-            const uint32_t th[4] = {tw[0], tw[128], tw[256], tw[384]};
-            const uint32_t tl[4] = {tw[512], tw[640], tw[768], tw[896]};
-            const uint32_t rh[4] = {tr[0], tr[128], tr[256], tr[384]};
-            const uint32_t rl[4] = {tr[512], tr[640], tr[768], tr[896]};
-            wgmma_fence();
-            wgmma_pv_m64n192_f16_ra(on, th, dv1 + vb);
-            wgmma_pv_m64n64_ra<true>(orp, rh, dv1 + vr);
-            wgmma_pv_m64n64_ra<true>(orp, rl, dv1 + vr);
-            wgmma_pv_m64n192_f16_ra(on, tl, dv1 + vb);
-            wgmma_commit_wait();
-          }
-          if (it + 2 < tile_end) ws_handoff(kWsPFree, kCT);
-          mbar_arrive(&empty[b]);
-          mbar_arrive(&empty[b1]);
-          DSPARKCTL_WS_TL(1);
-          DSPARKCTL_WS_EV(tid == 128, j, kEvWg1PV)
-#pragma unroll
-          for (int k = 0; k < 2; ++k) copy_ahead(it + k);
-          DSPARKCTL_WS_TL(2);
-          DSPARKCTL_WS_EV(tid == 128, j, kEvWg1Copies)
-          ++it;
-          continue;
-        }
-      }
       const int j = it - tile_begin, b = buf_of(j), pb = R == 3 ? j & 1 : b;
       mbar_wait(&full[b], phase_of(j));
       DSPARKCTL_WS_EV(tid == 128, j, kEvWg1Ready)
       nbar_sync(kWsPReady, kCT);
       DSPARKCTL_WS_TL(0);  // tile and P ready
       const bool t16 = tail16(it);  // kWsTail16: P.V over candidates 0-15 only
+      // kTailFuse: as warpgroup 0's (that warpgroup has waited for tile it + 1's buffer)
+      [[maybe_unused]] const bool fz = kTailFuse && it + 1 < tile_end && !t16 && tail16(it + 1);
+      [[maybe_unused]] const int b1 = kTailFuse ? buf_of(j + 1) : 0;
+      if (kTailFuse && fz) mbar_wait(&full[b1], phase_of(j + 1));
       const int e_tile = sEtile[b];
-      const int e_new = e_run > e_tile ? e_run : e_tile;
+      [[maybe_unused]] const int e1 = kTailFuse && fz ? sEtile[b1] : e_tile;
+      const int e_new0 = e_run > e_tile ? e_run : e_tile;
+      const int e_new = kTailFuse && e1 > e_new0 ? e1 : e_new0;
       const float v_shift = pow2i(e_run - e_new);
       e_run = e_new;
       if (!__all_sync(0xffffffffu, v_shift == 1.f && sAlpha[pb * M + wl * 16 + (lane >> 2)] == 1.f &&
@@ -4273,11 +4116,42 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       };
       if (t16) pv(std::integral_constant<int, 1>());
       else pv(std::integral_constant<int, BN / 16>());
-      if (it + 1 < tile_end) ws_handoff(kWsPFree, kCT);
+      if constexpr (kTailFuse) {
+        if (fz) {
+          // the tail's k-step: P from warpgroup 0's words in the tail buffer (register A), V its rows 0-15;
+          // nope blocks 0-3 (half 0) or 4-6 and the rope's 7 (half 1)
+          const uint32_t* tw = reinterpret_cast<const uint32_t*>(kv_buf(b1) + kTailWords0) + (tid & 127);
+          const uint32_t* tr = reinterpret_cast<const uint32_t*>(kv_buf(b1) + kTailWords1) + (tid & 127);
+          const uint32_t th[4] = {tw[0], tw[128], tw[256], tw[384]};
+          const uint32_t tl[4] = {tw[512], tw[640], tw[768], tw[896]};
+          const uint64_t dv1 = wgmma_desc_sw128(kv_tile(b1), BN * 128);
+          const uint64_t vb = half == 0 ? 0 : (4 * BN * 128) >> 4, vr = half == 0 ? (3 * BN * 128) >> 4 : (7 * BN * 128) >> 4;
+          if (half == 0) {
+            wgmma_fence();
+            wgmma_pv_m64n192_f16_ra(on, th, dv1);
+            wgmma_pv_m64n64_ra<false>(orp, th, dv1 + vr);
+            wgmma_pv_m64n192_f16_ra(on, tl, dv1);
+            wgmma_pv_m64n64_ra<false>(orp, tl, dv1 + vr);
+            wgmma_commit_wait();  // (in each branch: a commit after the branches made ptxas serialize every wgmma)
+          } else {
+            const uint32_t rh[4] = {tr[0], tr[128], tr[256], tr[384]};
+            const uint32_t rl[4] = {tr[512], tr[640], tr[768], tr[896]};
+            wgmma_fence();
+            wgmma_pv_m64n192_f16_ra(on, th, dv1 + vb);
+            wgmma_pv_m64n64_ra<true>(orp, rh, dv1 + vr);
+            wgmma_pv_m64n64_ra<true>(orp, rl, dv1 + vr);
+            wgmma_pv_m64n192_f16_ra(on, tl, dv1 + vb);
+            wgmma_commit_wait();
+          }
+        }
+      }
+      if (it + 1 + (kTailFuse && fz ? 1 : 0) < tile_end) ws_handoff(kWsPFree, kCT);
       mbar_arrive(&empty[b]);
+      if (kTailFuse && fz) mbar_arrive(&empty[b1]);
       DSPARKCTL_WS_TL(1);  // P.V (dims 256-511)
       DSPARKCTL_WS_EV(tid == 128, j, kEvWg1PV)
       copy_ahead(it);
+      if (kTailFuse && fz) copy_ahead(++it);
       DSPARKCTL_WS_TL(2);  // copies of tile j + 2 issued
       DSPARKCTL_WS_EV(tid == 128, j, kEvWg1Copies)
     }
