@@ -316,23 +316,16 @@ static_assert(DSPARKCTL_WS_LO_SPLIT16 == 0 || DSPARKCTL_WS_LO_SPLIT16 == 1, "on 
 #endif
 static_assert(DSPARKCTL_WS_TAIL16 == 0 || DSPARKCTL_WS_TAIL16 == 1, "on or off");
 [[maybe_unused]] constexpr bool kWsTail16 = DSPARKCTL_WS_TAIL16 == 1;
-// Session 49 (DSPARKCTL_WS_DH_TAIL_FUSE; candidate, 0 by default): in the halves kernel (ring of 3),
-// a kWsTail16 tile that follows a full tile of the CTA's range (one that is not a tail itself) is
-// not a step of its own: both consumer warpgroups take it with that tile, as one 80-candidate step. Warpgroup 0 runs
-// the tail's S as an m64n16k16 chain interleaved with the tile's m64n64k16 one (so its latency
-// hides behind the full chain), one mask, one running max and one rescale over the 80 scores, and
-// writes the tail's 16 P columns in warpgroup 1's register-A order (fp16 hi and lo, bf16 hi and lo
-// for the rope dims) into the tail buffer's rows 16-63, which no role reads during the step (the
-// producer converts rows 0-15 only, S and P.V read rows 0-15 only). Warpgroup 1's P.V adds the
-// tail's k-step (register A, V from the tail buffer) to the tile's four. Each tile keeps its own
-// V exponent (P's fp16 columns are scaled to it), buffer, slot and barriers. Why: session 49's
-// probe (bench/results/kernel_h200_s49_tail_cost/) had DSpark T = 50 at 15.28-15.64 us with valid
-// length 133 and 13.34 with 128; the 5-live tile's S (a full n64 chain beside the previous P.V),
-// mask, P, hand-offs and its own P.V step cost ~3,900 cycles of the CTA's ~28,400.
-#ifndef DSPARKCTL_WS_DH_TAIL_FUSE
-#define DSPARKCTL_WS_DH_TAIL_FUSE 0
+// Session 49 (DSPARKCTL_WS_DH_TAIL_S16; candidate, 0 by default): the halves kernel (ring of 3, Q in
+// warpgroup 0's registers) runs a kWsTail16 tile's S as one m64n16k16 chain over its rows 0-15 instead
+// of the full m64n64k16 one (a sequence of its own, as the tail's P.V). Why: session 49's events
+// (bench/results/kernel_h200_s49_tail_fuse/) have DSpark T = 50's tail S at ~2,400 cycles beside
+// warpgroup 1's P.V of the tile before, the two sharing the tensor pipe; the n16 chain does a quarter
+// of its tensor work. (At v65, in the one-CTA kernel, one n16 chain gained 0.1 us.)
+#ifndef DSPARKCTL_WS_DH_TAIL_S16
+#define DSPARKCTL_WS_DH_TAIL_S16 0
 #endif
-static_assert(DSPARKCTL_WS_DH_TAIL_FUSE == 0 || DSPARKCTL_WS_DH_TAIL_FUSE == 1, "on or off");
+static_assert(DSPARKCTL_WS_DH_TAIL_S16 == 0 || DSPARKCTL_WS_DH_TAIL_S16 == 1, "on or off");
 // v67 (session 39; DSPARKCTL_WS_DH_DIRECT, on; =0 rebuilds v66; outputs bit for bit): an unsplit
 // call of v66's halves kernel writes its bf16 rows from warpgroup 1's accumulators straight to
 // global memory (a 4 x 4 transpose of 32-bit words within each quad makes every lane's store 8
@@ -850,21 +843,13 @@ __device__ __forceinline__ void wgmma_pv_m64n192_f16(float (&d)[24][4], uint64_t
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
 #endif
 }
-// (BF16: the rope dims' P, session 49's fused tail step)
-template <bool BF16>
-[[maybe_unused]] __device__ __forceinline__ void wgmma_pv_m64n64_ra(float (&d)[8][4], const uint32_t (&a)[4], uint64_t db) {
+[[maybe_unused]] __device__ __forceinline__ void wgmma_pv_m64n64_f16_ra(float (&d)[8][4], const uint32_t (&a)[4], uint64_t db) {
 #if DSPARKCTL_WGMMA
-#define DSPARKCTL_PV64RA_ARGS \
-  " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n" \
-      : DSPARKCTL_ACC32(0) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1)
-  if constexpr (BF16) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\nwgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"
-                 DSPARKCTL_PV64RA_ARGS);
-  } else {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\nwgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16"
-                 DSPARKCTL_PV64RA_ARGS);
-  }
-#undef DSPARKCTL_PV64RA_ARGS
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\nwgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+      : DSPARKCTL_ACC32(0)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
 #endif
 }
 template <bool BF16>
@@ -3109,16 +3094,16 @@ template <bool BF16>
 #endif
 }
 
-// One k-step of S over a fused tail's 16 candidates (session 49, DSPARKCTL_WS_DH_TAIL_FUSE):
-// D[64 x 16] += Q[64 x 16] . K[16 x 16]^T, Q's k-step from registers as ws_s64_ra, K the tail
-// tile's rows 0-15 by descriptor; st[n]: candidates 8 n .. 8 n + 7 (the m16n8 C layout).
+// One k-step of S over a tail tile's candidates 0-15 (session 49, DSPARKCTL_WS_DH_TAIL_S16):
+// D[64 x 16] += Q[64 x 16] . K[16 x 16]^T, Q's k-step from registers as ws_s64_ra; s[0..1] of its
+// m16n8 C layout (candidates 0-15).
 template <bool BF16>
-[[maybe_unused]] __device__ __forceinline__ void ws_s16_ra(float (&st)[2][4], const uint32_t (&a)[4], uint64_t dk) {
+[[maybe_unused]] __device__ __forceinline__ void ws_s16_ra(float (&s)[8][4], const uint32_t (&a)[4], uint64_t dk) {
 #if DSPARKCTL_WGMMA
 #define DSPARKCTL_S16_ARGS \
   " {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, p, 1, 1, 0;\n}\n" \
-      : "+f"(st[0][0]), "+f"(st[0][1]), "+f"(st[0][2]), "+f"(st[0][3]), "+f"(st[1][0]), "+f"(st[1][1]), "+f"(st[1][2]), \
-        "+f"(st[1][3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(dk), "r"(1)
+      : "+f"(s[0][0]), "+f"(s[0][1]), "+f"(s[0][2]), "+f"(s[0][3]), "+f"(s[1][0]), "+f"(s[1][1]), "+f"(s[1][2]), \
+        "+f"(s[1][3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(dk), "r"(1)
   if constexpr (BF16) {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\nwgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16" DSPARKCTL_S16_ARGS);
   } else {
@@ -3186,7 +3171,7 @@ __device__ __forceinline__ void ws_pv_dims_0_255(float (&on)[24][4], float (&orp
       lo_a(ks, a);
       const uint64_t kb = (ks * 16 * 128) >> 4;
       wgmma_pv_m64n192_f16_ra(on, a, dv + kb);
-      wgmma_pv_m64n64_ra<false>(orp, a, dv + ((3 * BN * 128) >> 4) + kb);
+      wgmma_pv_m64n64_f16_ra(orp, a, dv + ((3 * BN * 128) >> 4) + kb);
     }
   }
   wgmma_commit_wait();
@@ -3228,12 +3213,8 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   auto buf_of = [&](int j) { return R == 3 ? j % 3 : j & 1; };
   auto phase_of = [&](int j) { return uint32_t(R == 3 ? j / 3 : j >> 1) & 1u; };
   constexpr bool kCopy1 = R == 3 && DSPARKCTL_WS_DH_COPY1 == 1;  // v71 (the halves kernel's ring only)
-  // session 49 (DSPARKCTL_WS_DH_TAIL_FUSE): a tail tile taken with the tile before it; its P words lie
-  // in its own buffer's rows 16-63 of nope blocks 0 (fp16 hi [4][128], lo [4][128]) and 1 (the rope's
-  // bf16 hi and lo), which nothing reads or writes between its conversion and the step's P.V
-  constexpr bool kTailFuse =
-      DH && R == 3 && kWsTail16 && kWsNopePHiLo && kWsLoSplit16 && DSPARKCTL_WS_DH_TAIL_FUSE == 1;
-  [[maybe_unused]] constexpr int kTailWords0 = 16 * 128, kTailWords1 = BN * 128 + 16 * 128;
+  // session 49 (DSPARKCTL_WS_DH_TAIL_S16): the halves kernel's tail S by m64n16k16 (Q in registers)
+  constexpr bool kTailS16 = DH && R == 3 && kWsTail16 && DSPARKCTL_WS_DH_TAIL_S16 == 1;
 
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   const int tid = threadIdx.x;
@@ -3771,42 +3752,23 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       DSPARKCTL_WS_TL(0);  // tile ready
       DSPARKCTL_WS_EV(tid == 0, j, kEvWg0Ready)
       const bool t16 = tail16(it);  // kWsTail16: P and P.V over candidates 0-15 only
-      // kTailFuse: this step also takes tail tile it + 1 (buffer b1, V exponent e1, scores st)
-      [[maybe_unused]] const bool fz = kTailFuse && it + 1 < tile_end && !t16 && tail16(it + 1);
-      [[maybe_unused]] const int b1 = kTailFuse ? buf_of(j + 1) : 0;
-      if (kTailFuse && fz) mbar_wait(&full[b1], phase_of(j + 1));
       const int e_tile = sEtile[b];
-      [[maybe_unused]] const int e1 = kTailFuse && fz ? sEtile[b1] : e_tile;
-      const int e_new0 = e_run > e_tile ? e_run : e_tile;
-      const int e_new = kTailFuse && e1 > e_new0 ? e1 : e_new0;
+      const int e_new = e_run > e_tile ? e_run : e_tile;
       __nv_bfloat16* sKV = kv_tile(b);
       float s[8][4];  // columns (candidates) 8 n + 2 (lane % 4) (+ 1)
 #pragma unroll
       for (int n = 0; n < 8; ++n)
 #pragma unroll
         for (int c = 0; c < 4; ++c) s[n][c] = 0.f;
-      [[maybe_unused]] float st[kTailFuse ? 2 : 1][4];
       const uint64_t dk = wgmma_desc_sw128(sKV);
-      [[maybe_unused]] const uint64_t dk1 = kTailFuse ? wgmma_desc_sw128(kv_tile(b1)) : 0;
-      // S over k-steps [k0, k1), the tail's m64n16k16 chain interleaved (fused steps)
+      // S over k-steps [k0, k1); kTailS16: a tail tile's by the m64n16k16 chain (a sequence of its own)
       auto s_ksteps = [&](auto k0, auto k1, auto bf16) {
         constexpr bool kBf16 = decltype(bf16)::value;
-        if constexpr (kTailFuse) {
-          if (fz) {
-            if constexpr (decltype(k0)::value == 0) {
-              // (zeroed by asm volatile: a plain store of 0 sank past the fence, next to the first
-              // wgmma, and ptxas serialized every wgmma of the kernel for the arrive it injected)
-#pragma unroll
-              for (int n = 0; n < 2; ++n)
-#pragma unroll
-                for (int c = 0; c < 4; ++c) asm volatile("mov.b32 %0, 0;" : "=f"(st[n][c]));
-            }
+        if constexpr (kTailS16) {
+          if (t16) {
             wgmma_fence();
 #pragma unroll
-            for (int kk = decltype(k0)::value; kk < decltype(k1)::value; ++kk) {
-              ws_s64_ra<kBf16>(s, qa[kk], dk + kstep(kk, BN));
-              ws_s16_ra<kBf16>(st, qa[kk], dk1 + kstep(kk, BN));
-            }
+            for (int kk = decltype(k0)::value; kk < decltype(k1)::value; ++kk) ws_s16_ra<kBf16>(s, qa[kk], dk + kstep(kk, BN));
             wgmma_commit_wait();
             return;
           }
@@ -3825,16 +3787,8 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       for (int n = 0; n < 8; ++n)
 #pragma unroll
         for (int c = 0; c < 4; ++c) s[n][c] = s_nope[c >> 1](s[n][c]);
-      if constexpr (kTailFuse) {
-        const Pow2Pair s_nope1[2] = {Pow2Pair(q_shift[0] + e1), Pow2Pair(q_shift[1] + e1)};
-#pragma unroll
-        for (int n = 0; n < 2; ++n)
-#pragma unroll
-          for (int c = 0; c < 4; ++c) st[n][c] = s_nope1[c >> 1](st[n][c]);
-      }
       s_ksteps(std::integral_constant<int, kDN / 16>(), std::integral_constant<int, kD / 16>(), std::true_type());
       if constexpr (DH) mbar_arrive(&empty[b]);  // DH: no P.V here, so S was this warpgroup's last read of the tile
-      if (kTailFuse && fz) mbar_arrive(&empty[b1]);
       DSPARKCTL_WS_TL(1);  // S
       DSPARKCTL_WS_EV(tid == 0, j, kEvWg0S)
       // scale (base 2), mask (a select: invalid candidates' rows are zeros, but stay out), row max
@@ -3847,18 +3801,6 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
           const float v = sValid[(j & (W::kSlots - 1)) * BN + col] ? s[n][c] * scale_log2 : -INFINITY;
           s[n][c] = v;
           rmax[c >> 1] = fmaxf(rmax[c >> 1], v);
-        }
-      }
-      if constexpr (kTailFuse) {
-#pragma unroll
-        for (int n = 0; n < 2; ++n) {
-#pragma unroll
-          for (int c = 0; c < 4; ++c) {
-            const int col = n * 8 + (lane & 3) * 2 + (c & 1);
-            const float v = fz && sValid[((j + 1) & (W::kSlots - 1)) * BN + col] ? st[n][c] * scale_log2 : -INFINITY;
-            st[n][c] = v;
-            rmax[c >> 1] = fmaxf(rmax[c >> 1], v);
-          }
         }
       }
       float alpha[2], m_use[2];
@@ -3877,7 +3819,6 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
         m_use[i] = mx == -INFINITY ? 0.f : mx;
       }
       const float f16_shift = pow2i(e_tile - e_new);
-      [[maybe_unused]] const float f16_shift1 = kTailFuse ? pow2i(e1 - e_new) : 0.f;
       const float v_shift = pow2i(e_run - e_new);
       e_run = e_new;
       DSPARKCTL_WS_TL(2);  // mask, row max
@@ -3918,32 +3859,6 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
           }
         }
       }
-      if constexpr (kTailFuse) {
-        if (fz) {
-          // the tail's 16 columns, word 2 n + i of thread x at [2 n + i][x] (warpgroup 1's A registers)
-          uint32_t* tw = reinterpret_cast<uint32_t*>(kv_buf(b1) + kTailWords0) + (tid & 127);
-          uint32_t* tr = reinterpret_cast<uint32_t*>(kv_buf(b1) + kTailWords1) + (tid & 127);
-#pragma unroll
-          for (int n = 0; n < 2; ++n) {
-#pragma unroll
-            for (int i = 0; i < 2; ++i) {
-              const float p0 = fast_exp2(st[n][2 * i] - m_use[i]);
-              const float p1 = fast_exp2(st[n][2 * i + 1] - m_use[i]);
-              rsum[i] += p0 + p1;
-              const int w = (2 * n + i) * 128;
-              if (half == 1) {
-                const uint32_t hi = pack_bf16(p0, p1);
-                tr[w] = hi;
-                tr[512 + w] = pack_bf16(p0 - bf16_lo(hi), p1 - bf16_hi(hi));
-              }
-              const uint32_t h16 = pack_f16(p0 * f16_shift1, p1 * f16_shift1);
-              tw[w] = h16;
-              const float2 rest = f16_rest_f32(p0 * f16_shift1, p1 * f16_shift1, h16);
-              tw[512 + w] = pack_f16(rest.x, rest.y);
-            }
-          }
-        }
-      }
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
         l_run[i] = l_run[i] * alpha[i] + rsum[i];
@@ -3957,7 +3872,6 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       DSPARKCTL_WS_EV(tid == 0, j, kEvWg0P)
       if constexpr (DH) {
         DSPARKCTL_WS_TL(5);
-        if (kTailFuse && fz) ++it;
         continue;  // warpgroup 1 runs the P.V of this CTA's dims
       }
       // v42: a warp whose rows all keep their max and exponent skips the rescale
@@ -4007,16 +3921,6 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
     if constexpr (W::REGS_PV < W::REGS_LAUNCH) setmaxnreg_dec<W::REGS_PV>();
     else setmaxnreg_inc<W::REGS_PV>();
     DSPARKCTL_WS_TL_DECL
-    // v37: tile j + R into tile j's buffer once warpgroup 0 is done with tile j too (R = 3: offs[b]'s
-    // first phase is tile b's for b = 2, tile b + 3's for b < 2; kCopy1: offs[1]'s is tile 1's)
-    auto copy_ahead = [&](int it) {
-      const int j = it - tile_begin, b = buf_of(j);
-      if (kWsConsumerCopies && it + R < tile_end) {
-        mbar_wait(&empty[b], phase_of(j));
-        mbar_wait(&offs[b], R == 3 ? uint32_t(j / 3 + (b == 2 || (kCopy1 && b == 1) ? 1 : 0)) & 1u : phase_of(j));
-        ws_copies(it + R, wl);
-      }
-    };
     if constexpr (R == 3) {
       // (kCopy1, v71: tile 1 from the producer's offsets, as soon as Q is in shared memory)
       if (kCopy1 && tile_begin + 1 < tile_end) {
@@ -4038,14 +3942,8 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       nbar_sync(kWsPReady, kCT);
       DSPARKCTL_WS_TL(0);  // tile and P ready
       const bool t16 = tail16(it);  // kWsTail16: P.V over candidates 0-15 only
-      // kTailFuse: as warpgroup 0's (that warpgroup has waited for tile it + 1's buffer)
-      [[maybe_unused]] const bool fz = kTailFuse && it + 1 < tile_end && !t16 && tail16(it + 1);
-      [[maybe_unused]] const int b1 = kTailFuse ? buf_of(j + 1) : 0;
-      if (kTailFuse && fz) mbar_wait(&full[b1], phase_of(j + 1));
       const int e_tile = sEtile[b];
-      [[maybe_unused]] const int e1 = kTailFuse && fz ? sEtile[b1] : e_tile;
-      const int e_new0 = e_run > e_tile ? e_run : e_tile;
-      const int e_new = kTailFuse && e1 > e_new0 ? e1 : e_new0;
+      const int e_new = e_run > e_tile ? e_run : e_tile;
       const float v_shift = pow2i(e_run - e_new);
       e_run = e_new;
       if (!__all_sync(0xffffffffu, v_shift == 1.f && sAlpha[pb * M + wl * 16 + (lane >> 2)] == 1.f &&
@@ -4116,42 +4014,17 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       };
       if (t16) pv(std::integral_constant<int, 1>());
       else pv(std::integral_constant<int, BN / 16>());
-      if constexpr (kTailFuse) {
-        if (fz) {
-          // the tail's k-step: P from warpgroup 0's words in the tail buffer (register A), V its rows 0-15;
-          // nope blocks 0-3 (half 0) or 4-6 and the rope's 7 (half 1)
-          const uint32_t* tw = reinterpret_cast<const uint32_t*>(kv_buf(b1) + kTailWords0) + (tid & 127);
-          const uint32_t* tr = reinterpret_cast<const uint32_t*>(kv_buf(b1) + kTailWords1) + (tid & 127);
-          const uint32_t th[4] = {tw[0], tw[128], tw[256], tw[384]};
-          const uint32_t tl[4] = {tw[512], tw[640], tw[768], tw[896]};
-          const uint64_t dv1 = wgmma_desc_sw128(kv_tile(b1), BN * 128);
-          const uint64_t vb = half == 0 ? 0 : (4 * BN * 128) >> 4, vr = half == 0 ? (3 * BN * 128) >> 4 : (7 * BN * 128) >> 4;
-          if (half == 0) {
-            wgmma_fence();
-            wgmma_pv_m64n192_f16_ra(on, th, dv1);
-            wgmma_pv_m64n64_ra<false>(orp, th, dv1 + vr);
-            wgmma_pv_m64n192_f16_ra(on, tl, dv1);
-            wgmma_pv_m64n64_ra<false>(orp, tl, dv1 + vr);
-            wgmma_commit_wait();  // (in each branch: a commit after the branches made ptxas serialize every wgmma)
-          } else {
-            const uint32_t rh[4] = {tr[0], tr[128], tr[256], tr[384]};
-            const uint32_t rl[4] = {tr[512], tr[640], tr[768], tr[896]};
-            wgmma_fence();
-            wgmma_pv_m64n192_f16_ra(on, th, dv1 + vb);
-            wgmma_pv_m64n64_ra<true>(orp, rh, dv1 + vr);
-            wgmma_pv_m64n64_ra<true>(orp, rl, dv1 + vr);
-            wgmma_pv_m64n192_f16_ra(on, tl, dv1 + vb);
-            wgmma_commit_wait();
-          }
-        }
-      }
-      if (it + 1 + (kTailFuse && fz ? 1 : 0) < tile_end) ws_handoff(kWsPFree, kCT);
+      if (it + 1 < tile_end) ws_handoff(kWsPFree, kCT);
       mbar_arrive(&empty[b]);
-      if (kTailFuse && fz) mbar_arrive(&empty[b1]);
       DSPARKCTL_WS_TL(1);  // P.V (dims 256-511)
       DSPARKCTL_WS_EV(tid == 128, j, kEvWg1PV)
-      copy_ahead(it);
-      if (kTailFuse && fz) copy_ahead(++it);
+      if (kWsConsumerCopies && it + R < tile_end) {
+        // v37: tile j + R into this buffer once warpgroup 0 is done with tile j too (R = 3: offs[b]'s
+        // first phase is tile b's for b = 2, tile b + 3's for b < 2; kCopy1: offs[1]'s is tile 1's)
+        mbar_wait(&empty[b], phase_of(j));
+        mbar_wait(&offs[b], R == 3 ? uint32_t(j / 3 + (b == 2 || (kCopy1 && b == 1) ? 1 : 0)) & 1u : phase_of(j));
+        ws_copies(it + R, wl);
+      }
       DSPARKCTL_WS_TL(2);  // copies of tile j + 2 issued
       DSPARKCTL_WS_EV(tid == 128, j, kEvWg1Copies)
     }

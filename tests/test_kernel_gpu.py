@@ -431,14 +431,14 @@ def test_dspark_t50_halves_of_the_output_dims(pbs: int) -> None:
     _check(args, out, lse)
 
 
-def test_halves_take_a_short_tail_with_the_tile_before() -> None:
-    """Session 49 (-DDSPARKCTL_WS_DH_TAIL_FUSE=1): the halves kernel takes a tile whose live rows lie
-    in its first 16 candidates together with the full tile before it. Rows that put such a tail
-    after a main tile (DSpark's 133, 129, 144, 80), after an extra-cache tile, after the main cache's
-    last tile (a 3-live extra list), two fused steps in a row (main 65, extra 70), a fused step
-    followed by eight more tiles, and rows where no step fuses (a tail that starts the range, 17
-    live, empty, past topk), unsplit, against the reference, each row equal bitwise to itself
-    called alone. On a build without the flag the same rows run v74's steps."""
+def test_halves_kernel_rows_with_short_tails() -> None:
+    """The halves kernel (v66) on rows whose tiles include a partial one with <= 16 live candidates
+    (kWsTail16's tail: converted by all producer threads, P and P.V over 16 columns; session 49's
+    candidates -DDSPARKCTL_WS_DH_TAIL_FUSE=1 / _TAIL_S16=1 changed how it is taken): after a main tile
+    (DSpark's 133, 129, 144, 80), after an extra-cache tile, after the main cache's last tile (a
+    3-live extra list), two tails in one row (main 65, extra 70), a tail followed by eight more
+    tiles, a tail that starts the range, 17 live, empty rows and lengths past topk; unsplit, against
+    the reference, and each row equal bitwise to itself called alone."""
     if not _fits_large(ops.CONFIG_LARGE_SMEM_WS_DIMS):
         pytest.skip("this GPU's shared memory does not fit the layout")
     args = _inputs(Case(t=11, h=64, topk=192, pbs=256, extra=(512, 64), sink=True, seed=4901))
