@@ -316,16 +316,6 @@ static_assert(DSPARKCTL_WS_LO_SPLIT16 == 0 || DSPARKCTL_WS_LO_SPLIT16 == 1, "on 
 #endif
 static_assert(DSPARKCTL_WS_TAIL16 == 0 || DSPARKCTL_WS_TAIL16 == 1, "on or off");
 [[maybe_unused]] constexpr bool kWsTail16 = DSPARKCTL_WS_TAIL16 == 1;
-// Session 49 (DSPARKCTL_WS_DH_TAIL_S16; candidate, 0 by default): the halves kernel (ring of 3, Q in
-// warpgroup 0's registers) runs a kWsTail16 tile's S as one m64n16k16 chain over its rows 0-15 instead
-// of the full m64n64k16 one (a sequence of its own, as the tail's P.V). Why: session 49's events
-// (bench/results/kernel_h200_s49_tail_fuse/) have DSpark T = 50's tail S at ~2,400 cycles beside
-// warpgroup 1's P.V of the tile before, the two sharing the tensor pipe; the n16 chain does a quarter
-// of its tensor work. (At v65, in the one-CTA kernel, one n16 chain gained 0.1 us.)
-#ifndef DSPARKCTL_WS_DH_TAIL_S16
-#define DSPARKCTL_WS_DH_TAIL_S16 0
-#endif
-static_assert(DSPARKCTL_WS_DH_TAIL_S16 == 0 || DSPARKCTL_WS_DH_TAIL_S16 == 1, "on or off");
 // v67 (session 39; DSPARKCTL_WS_DH_DIRECT, on; =0 rebuilds v66; outputs bit for bit): an unsplit
 // call of v66's halves kernel writes its bf16 rows from warpgroup 1's accumulators straight to
 // global memory (a 4 x 4 transpose of 32-bit words within each quad makes every lane's store 8
@@ -3094,25 +3084,6 @@ template <bool BF16>
 #endif
 }
 
-// One k-step of S over a tail tile's candidates 0-15 (session 49, DSPARKCTL_WS_DH_TAIL_S16):
-// D[64 x 16] += Q[64 x 16] . K[16 x 16]^T, Q's k-step from registers as ws_s64_ra; s[0..1] of its
-// m16n8 C layout (candidates 0-15).
-template <bool BF16>
-[[maybe_unused]] __device__ __forceinline__ void ws_s16_ra(float (&s)[8][4], const uint32_t (&a)[4], uint64_t dk) {
-#if DSPARKCTL_WGMMA
-#define DSPARKCTL_S16_ARGS \
-  " {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, p, 1, 1, 0;\n}\n" \
-      : "+f"(s[0][0]), "+f"(s[0][1]), "+f"(s[0][2]), "+f"(s[0][3]), "+f"(s[1][0]), "+f"(s[1][1]), "+f"(s[1][2]), \
-        "+f"(s[1][3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(dk), "r"(1)
-  if constexpr (BF16) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\nwgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16" DSPARKCTL_S16_ARGS);
-  } else {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\nwgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16" DSPARKCTL_S16_ARGS);
-  }
-#undef DSPARKCTL_S16_ARGS
-#endif
-}
-
 // One WS conversion unit (a candidate's half of a 64-dim nope block: 32 FP8 bytes) to fp16 times
 // `mult` (f16_pow2x2), stored as 4 16-byte pieces at dst + (x0 ^ 16 k) (the 128-byte swizzle of
 // sw128_off: x0 is piece 0's offset in the row, k < 4 flips bits 4-5 only). By store_tile and
@@ -3213,8 +3184,6 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   auto buf_of = [&](int j) { return R == 3 ? j % 3 : j & 1; };
   auto phase_of = [&](int j) { return uint32_t(R == 3 ? j / 3 : j >> 1) & 1u; };
   constexpr bool kCopy1 = R == 3 && DSPARKCTL_WS_DH_COPY1 == 1;  // v71 (the halves kernel's ring only)
-  // session 49 (DSPARKCTL_WS_DH_TAIL_S16): the halves kernel's tail S by m64n16k16 (Q in registers)
-  constexpr bool kTailS16 = DH && R == 3 && kWsTail16 && DSPARKCTL_WS_DH_TAIL_S16 == 1;
 
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   const int tid = threadIdx.x;
@@ -3761,33 +3730,25 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
 #pragma unroll
         for (int c = 0; c < 4; ++c) s[n][c] = 0.f;
       const uint64_t dk = wgmma_desc_sw128(sKV);
-      // S over k-steps [k0, k1); kTailS16: a tail tile's by the m64n16k16 chain (a sequence of its own)
-      auto s_ksteps = [&](auto k0, auto k1, auto bf16) {
-        constexpr bool kBf16 = decltype(bf16)::value;
-        if constexpr (kTailS16) {
-          if (t16) {
-            wgmma_fence();
+      wgmma_fence();
 #pragma unroll
-            for (int kk = decltype(k0)::value; kk < decltype(k1)::value; ++kk) ws_s16_ra<kBf16>(s, qa[kk], dk + kstep(kk, BN));
-            wgmma_commit_wait();
-            return;
-          }
-        }
-        wgmma_fence();
-#pragma unroll
-        for (int kk = decltype(k0)::value; kk < decltype(k1)::value; ++kk) {
-          if constexpr (kQR > 0) ws_s64_ra<kBf16>(s, qa[kk], dk + kstep(kk, BN));
-          else ws_s64<kBf16>(s, dq + kstep(kk, M), dk + kstep(kk, BN));
-        }
-        wgmma_commit_wait();
-      };
-      s_ksteps(std::integral_constant<int, 0>(), std::integral_constant<int, kDN / 16>(), std::false_type());
+      for (int kk = 0; kk < kDN / 16; ++kk) {
+        if constexpr (kQR > 0) ws_s64_ra<false>(s, qa[kk], dk + kstep(kk, BN));
+        else ws_s64<false>(s, dq + kstep(kk, M), dk + kstep(kk, BN));
+      }
+      wgmma_commit_wait();
       const Pow2Pair s_nope[2] = {Pow2Pair(q_shift[0] + e_tile), Pow2Pair(q_shift[1] + e_tile)};
 #pragma unroll
       for (int n = 0; n < 8; ++n)
 #pragma unroll
         for (int c = 0; c < 4; ++c) s[n][c] = s_nope[c >> 1](s[n][c]);
-      s_ksteps(std::integral_constant<int, kDN / 16>(), std::integral_constant<int, kD / 16>(), std::true_type());
+      wgmma_fence();
+#pragma unroll
+      for (int kk = kDN / 16; kk < kD / 16; ++kk) {
+        if constexpr (kQR > 0) ws_s64_ra<true>(s, qa[kk], dk + kstep(kk, BN));
+        else ws_s64<true>(s, dq + kstep(kk, M), dk + kstep(kk, BN));
+      }
+      wgmma_commit_wait();
       if constexpr (DH) mbar_arrive(&empty[b]);  // DH: no P.V here, so S was this warpgroup's last read of the tile
       DSPARKCTL_WS_TL(1);  // S
       DSPARKCTL_WS_EV(tid == 0, j, kEvWg0S)
