@@ -7,7 +7,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
-A=$OUT/a; mkdir -p $A
+A=/tmp/s49r6; rm -rf $A; mkdir -p $A
 timeout 100 python3 bench/build_kernel.py sm_90a /tmp/kabn_v74 $A/build_v74.log > /dev/null &
 timeout 100 python3 bench/build_kernel.py sm_90a /tmp/kabn_sa $A/build_sa.log -DDSPARKCTL_WS_DH_TAIL_S_AHEAD=1 > /dev/null &
 wait
@@ -16,3 +16,4 @@ DSPARKCTL_KERNEL_SO=/tmp/kabn_sa/dsparkctl_sparse_mla_sm_90a.so timeout 40 pytho
   tests/test_kernel_gpu.py -k "short_tails or t50_halves or (large_ws_dims and T50)" 2>&1 | tail -2 | tee $A/tests_sa.txt
 OUT=$A ROUNDS=2 PREBUILT=1 BENCH_SETS='--short' timeout 150 bash bench/kernel_abn.sh v74= sa=-DDSPARKCTL_WS_DH_TAIL_S_AHEAD=1 > $A/abn.log 2>&1
 grep -E "^shape|dspark" $A/abn.log
+(cd $A && tar czf "$OUT/r.tgz" .)
