@@ -139,6 +139,11 @@ def _inputs(c: Case) -> dict:
     return args
 
 
+def _row(args: dict, r: int) -> dict:
+    """Row r of a call's arguments as a one-row call (the caches and the sink are shared)."""
+    return {k: (v[r : r + 1] if k not in ("kv_cache", "extra_kv_cache", "attn_sink") and v is not None else v) for k, v in args.items()}
+
+
 def _check(args: dict, out: torch.Tensor, lse: torch.Tensor, base2: bool = False, scale: float | None = None) -> dict:
     ref_out, ref_lse = reference.sparse_mla_decode_ref(
         args["q"], args["kv_cache"], args["indices"],
@@ -451,10 +456,8 @@ def test_halves_kernel_rows_with_short_tails() -> None:
     out, lse = ops.sparse_mla_decode_cfg(config=ops.CONFIG_LARGE_SMEM_WS_DIMS, num_splits=1, **args)
     assert not torch.isnan(out).any()
     _check(args, out, lse)
-    shared = ("kv_cache", "extra_kv_cache", "attn_sink")
     for r in range(len(main)):
-        one = {k: (v[r : r + 1] if k not in shared and v is not None else v) for k, v in args.items()}
-        o1, l1 = ops.sparse_mla_decode_cfg(config=ops.CONFIG_LARGE_SMEM_WS_DIMS, num_splits=1, **one)
+        o1, l1 = ops.sparse_mla_decode_cfg(config=ops.CONFIG_LARGE_SMEM_WS_DIMS, num_splits=1, **_row(args, r))
         assert torch.equal(o1[0], out[r]) and torch.equal(l1[0], lse[r]), r
 
 
@@ -474,10 +477,8 @@ def test_front_loaded_splits_of_short_main_rows(config: int, splits: int) -> Non
     args["extra_topk_length"] = torch.tensor([512, 512, 300, 512, 70, 512], device="cuda", dtype=torch.int32)
     out, lse = ops.sparse_mla_decode_cfg(config=config, num_splits=splits, **args)
     _check(args, out, lse)
-    shared = ("kv_cache", "extra_kv_cache", "attn_sink")
     for r in range(6):
-        one = {k: (v[r : r + 1] if k not in shared and v is not None else v) for k, v in args.items()}
-        o1, l1 = ops.sparse_mla_decode_cfg(config=config, num_splits=splits, **one)
+        o1, l1 = ops.sparse_mla_decode_cfg(config=config, num_splits=splits, **_row(args, r))
         assert torch.equal(o1[0], out[r]) and torch.equal(l1[0], lse[r]), (config, splits, r)
 
 
@@ -510,14 +511,11 @@ def test_combine_sum_order_independent_of_row_count(splits: int) -> None:
     row count (T x H), its summation order must not."""
     args = _inputs(Case(t=40, h=24, topk=256, pbs=64, extra=(64, 64), sink=True, seed=83 + splits))
 
-    def row(r: int) -> dict:
-        return {k: (v[r : r + 1] if k not in ("kv_cache", "extra_kv_cache", "attn_sink") and v is not None else v) for k, v in args.items()}
-
     out, lse = ops.sparse_mla_decode_cfg(config=ops.CONFIG_SMALL_SMEM, num_splits=splits, **args)
     assert not torch.isnan(out).any()
     _check(args, out, lse)
     for r in range(args["q"].shape[0]):
-        o1, l1 = ops.sparse_mla_decode_cfg(config=ops.CONFIG_SMALL_SMEM, num_splits=splits, **row(r))
+        o1, l1 = ops.sparse_mla_decode_cfg(config=ops.CONFIG_SMALL_SMEM, num_splits=splits, **_row(args, r))
         assert torch.equal(o1[0], out[r]) and torch.equal(l1[0], lse[r]), (splits, r)
 
 
@@ -738,18 +736,15 @@ def test_verify_path_equals_one_token_at_a_time() -> None:
     reqs, gamma = 4, 5
     args = _inputs(Case(t=reqs * (gamma + 1), h=64, topk=128, pbs=256, extra=(512, 64), sink=True, seed=29))
 
-    def row(r: int) -> dict:
-        return {k: (v[r : r + 1] if k not in ("kv_cache", "extra_kv_cache", "attn_sink") and v is not None else v) for k, v in args.items()}
-
     configs = _FORCED_CONFIGS
     for config, splits in itertools.product([c for c in configs if c not in _LARGE_CONFIGS or _fits_large(c)], (1, 4, 20)):
         out, lse = ops.sparse_mla_decode_cfg(config=config, num_splits=splits, **args)
         for r in range(args["q"].shape[0]):
-            o1, l1 = ops.sparse_mla_decode_cfg(config=config, num_splits=splits, **row(r))
+            o1, l1 = ops.sparse_mla_decode_cfg(config=config, num_splits=splits, **_row(args, r))
             assert torch.equal(o1[0], out[r]) and torch.equal(l1[0], lse[r]), (config, splits, r)
     out, lse = ops.sparse_mla_decode(**args)
     for r in range(args["q"].shape[0]):
-        o1, l1 = ops.sparse_mla_decode(**row(r))
+        o1, l1 = ops.sparse_mla_decode(**_row(args, r))
         ok, stats = reference.within_flashmla_tolerance(o1[0], l1[0], out[r].double(), lse[r].double())
         assert ok, (r, stats)
 
