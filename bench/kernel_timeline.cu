@@ -210,6 +210,15 @@ int main(int argc, char** argv) {
               H, topk, valid, extra, T, config, plan.heads_per_cta, plan.tile_n, plan.num_splits, ctas, sm_share_max,
               ms * 1e3 / reps, clock_khz / 1e3, m_end - m_first, m_last_entry - m_first, median(dur),
               *std::max_element(dur.begin(), dur.end()), *std::max_element(tiles.begin(), tiles.end()));
+  {
+    // session 50: when the CTAs end (ns after the first entry): a call ends with its last CTA, so a
+    // change that moves the median CTA's end and not the last ones' does not move the call
+    std::vector<double> ends;
+    for (int c = 0; c < ctas; ++c) ends.push_back(double(tm[c][1] - m_first));
+    std::sort(ends.begin(), ends.end());
+    auto pct = [&](double q) { return ends[std::min(ctas - 1, int(q * (ctas - 1) + 0.5))]; };
+    std::printf(", \"cta_end_ns\": [%.0f, %.0f, %.0f, %.0f, %.0f]", ends.front(), pct(0.1), pct(0.5), pct(0.9), ends.back());
+  }
   if (c_end > 0)  // a combine ran (a 2-split WS call with the cluster combine has none)
     std::printf(", \"combine_entry_after_main_start_ns\": %lld, \"combine_wait_done_after_main_end_ns\": %lld, "
                 "\"combine_last_wait_done_after_main_end_ns\": %lld, \"combine_end_after_main_end_ns\": %lld",
