@@ -327,6 +327,11 @@ static_assert(DSPARKCTL_WS_TAIL16 == 0 || DSPARKCTL_WS_TAIL16 == 1, "on or off")
 #define DSPARKCTL_WS_DH_TAIL_S_AHEAD 0
 #endif
 static_assert(DSPARKCTL_WS_DH_TAIL_S_AHEAD >= 0 && DSPARKCTL_WS_DH_TAIL_S_AHEAD <= 2, "0 off, 1 interleaved, 2 sequential");
+#ifndef DSPARKCTL_WS_DH_UNSPLIT
+#define DSPARKCTL_WS_DH_UNSPLIT 0
+#endif
+static_assert(DSPARKCTL_WS_DH_UNSPLIT == 0 || DSPARKCTL_WS_DH_UNSPLIT == 1, "on or off");
+[[maybe_unused]] constexpr bool kWsDhUnsplit = DSPARKCTL_WS_DH_UNSPLIT == 1;
 // v67 (session 39; DSPARKCTL_WS_DH_DIRECT, on; =0 rebuilds v66; outputs bit for bit): an unsplit
 // call of v66's halves kernel writes its bf16 rows from warpgroup 1's accumulators straight to
 // global memory (a 4 x 4 transpose of 32-bit words within each quad makes every lane's store 8
@@ -3224,11 +3229,16 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   const int lane = tid & 31;
   const int t = blockIdx.x / head_blocks;
   const int h0 = (blockIdx.x - t * head_blocks) * M;
-  const int split = blockIdx.y;
+  // DSPARKCTL_WS_DH_UNSPLIT (session 50): the halves kernel launches only unsplit (sparse_mla_ws_dims_split:
+  // num_splits 1 unless DSPARKCTL_WS_DIMS_PARTIALS), so its split paths (fp32 staging, partial rows,
+  // the cluster combine) are compiled out and the split constants folded
+  constexpr bool kDhUnsplit = DH && kWsDhUnsplit && !kPlanWsDimsPartials;
+  if (kDhUnsplit) num_splits = 1;
+  const int split = kDhUnsplit ? 0 : int(blockIdx.y);
   const int half = DH ? int(blockIdx.z) : 0;  // DH: this CTA's half of O's dims
   // (kNoClusterCombine, DSPARKCTL_WS_DIMS_PARTIALS: the halves kernel never runs the 2-split
   // in-kernel combine, v45; its split calls leave their partials to the combine kernels)
-  constexpr bool kNoClusterCombine = DH && kPlanWsDimsPartials;
+  constexpr bool kNoClusterCombine = DH && (kPlanWsDimsPartials || kDhUnsplit);
   if (tid == 0) {
     mbar_init(&full[0], kWsProducerThreads);
     mbar_init(&full[1], kWsProducerThreads);
