@@ -327,8 +327,16 @@ static_assert(DSPARKCTL_WS_TAIL16 == 0 || DSPARKCTL_WS_TAIL16 == 1, "on or off")
 #define DSPARKCTL_WS_DH_TAIL_S_AHEAD 0
 #endif
 static_assert(DSPARKCTL_WS_DH_TAIL_S_AHEAD >= 0 && DSPARKCTL_WS_DH_TAIL_S_AHEAD <= 2, "0 off, 1 interleaved, 2 sequential");
+// v75 (session 50; DSPARKCTL_WS_DH_UNSPLIT, on; =0 rebuilds v74; outputs bit for bit): the halves
+// kernel is launched unsplit only (sparse_mla_ws_dims_split), so its split paths (warpgroup 1's fp32
+// staging, the partial rows, v45's cluster combine) are compiled out and the split constants folded:
+// 10,408 -> 8,704 SASS instructions, same 168 registers. Nothing it runs changed, yet DSpark T = 50
+// ran 15.36 -> 15.14 us in the bench (4 alternating rounds, every candidate round below every v74
+// round) and 15.76 -> 15.31 per call in the timeline build (13.84 -> 13.43 at valid length 128):
+// bench/results/kernel_h200_s50_dh_unsplit/. Session 49's and 50's tail candidates had shown the
+// converse, code added to warpgroup 0's loop slowing tiles that never ran it.
 #ifndef DSPARKCTL_WS_DH_UNSPLIT
-#define DSPARKCTL_WS_DH_UNSPLIT 0
+#define DSPARKCTL_WS_DH_UNSPLIT 1
 #endif
 static_assert(DSPARKCTL_WS_DH_UNSPLIT == 0 || DSPARKCTL_WS_DH_UNSPLIT == 1, "on or off");
 [[maybe_unused]] constexpr bool kWsDhUnsplit = DSPARKCTL_WS_DH_UNSPLIT == 1;

@@ -186,7 +186,8 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     candidate (-DDSPARKCTL_WS_DIMS_PARTIALS=1, sm_90a) and v67's (-DDSPARKCTL_WS_DH_DIRECT=0, sm_90a)
     and v68's (-DDSPARKCTL_WS_DH_RING3=0, sm_90a) and v70's (-DDSPARKCTL_FINISH_ROWS_LOOP=0, sm_90a) and
     v71's (-DDSPARKCTL_WS_DH_COPY1=0, sm_90a) and v72's (-DDSPARKCTL_SINK_EARLY=0, sm_90a) and v73's
-    (-DDSPARKCTL_SPLIT_FRONT=0, sm_90a) and v74's (-DDSPARKCTL_T_EARLY_STORE=0, sm_90a),
+    (-DDSPARKCTL_SPLIT_FRONT=0, sm_90a) and v74's (-DDSPARKCTL_T_EARLY_STORE=0, sm_90a) and v75's
+    (-DDSPARKCTL_WS_DH_UNSPLIT=0, sm_90a; v67's variant is built on it, so its pin is v67's change),
     and session 40's per-tile timeline points
     (-DDSPARKCTL_TIMELINE -DDSPARKCTL_TL_EVENTS, sm_90a), as
     {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
@@ -229,7 +230,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_90a_no_ws_tail16": ["-arch=sm_90a", "-DDSPARKCTL_WS_TAIL16=0"],
         "sm_90a_no_ws_dims_split": ["-arch=sm_90a", "-DDSPARKCTL_WS_DIMS_SPLIT=0"],
         "sm_90a_ws_dims_partials": ["-arch=sm_90a", "-DDSPARKCTL_WS_DIMS_PARTIALS=1"],
-        "sm_90a_no_ws_dh_direct": ["-arch=sm_90a", "-DDSPARKCTL_WS_DH_DIRECT=0"],
+        "sm_90a_no_ws_dh_direct": ["-arch=sm_90a", "-DDSPARKCTL_WS_DH_DIRECT=0", "-DDSPARKCTL_WS_DH_UNSPLIT=0"],
         "sm_90a_no_ws_dh_ring3": ["-arch=sm_90a", "-DDSPARKCTL_WS_DH_RING3=0"],
         "sm_90a_tl_events": ["-arch=sm_90a", "-DDSPARKCTL_TIMELINE", "-DDSPARKCTL_TL_EVENTS"],
         "sm_90a_tl_prologue": ["-arch=sm_90a", "-DDSPARKCTL_TIMELINE", "-DDSPARKCTL_TL_EVENTS", "-DDSPARKCTL_TL_PROLOGUE"],
@@ -240,6 +241,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_90a_no_sink_early": ["-arch=sm_90a", "-DDSPARKCTL_SINK_EARLY=0"],
         "sm_90a_no_split_front": ["-arch=sm_90a", "-DDSPARKCTL_SPLIT_FRONT=0"],
         "sm_90a_no_t_early_store": ["-arch=sm_90a", "-DDSPARKCTL_T_EARLY_STORE=0"],
+        "sm_90a_ws_dh_split_paths": ["-arch=sm_90a", "-DDSPARKCTL_WS_DH_UNSPLIT=0"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -319,7 +321,8 @@ def test_multicast_copies_only_in_the_sm90a_cluster_kernel(kernel_ptx: dict[str,
     keeps the plain per-CTA cp.async gather, and SM120 / SM121 get none of it. (The sm_90a
     warp-specialized kernel has mbarriers of its own, its producer / consumer ring, and bulk copies
     into its own CTA on the 16-byte path: no multicast; since v45 its only cluster barriers are the
-    epilogue's 2-split combine rendezvous, sm_90a only.)"""
+    epilogue's 2-split combine rendezvous, sm_90a only, and since v75 not in the halves kernel, which
+    runs unsplit only.)"""
     cluster_ops = ("multicast::cluster", "mbarrier.try_wait", "barrier.cluster")
     ws = {"sparse_mla_decode_ws_kernelILi8E", "sparse_mla_decode_ws_kernelILi16E", "sparse_mla_decode_ws_kernel_dimsILi16E"}
     for target, kernels in _shipped_and_no_wgmma(kernel_ptx).items():
@@ -329,7 +332,8 @@ def test_multicast_copies_only_in_the_sm90a_cluster_kernel(kernel_ptx: dict[str,
         for name in ws:
             body = kernels[name]
             assert "multicast" not in body, (target, name)
-            assert ("barrier.cluster.wait.acquire;" in body) == (target == "sm_90a"), (target, name)
+            clustered = target == "sm_90a" and "_dims" not in name
+            assert ("barrier.cluster.wait.acquire;" in body) == clustered, (target, name)
             assert ("mbarrier.try_wait" in body) == (target == "sm_90a"), (target, name)
     assert "cp.async.bulk.shared::cluster.global" in kernel_ptx["sm_90a"]["sparse_mla_decode_ws_kernelILi16E"]
     body = kernel_ptx["sm_90a"]["sparse_mla_decode_kernelILi1ELi64ELi16E+cluster"]
@@ -443,9 +447,13 @@ def test_cluster_combine_is_only_in_the_ws_epilogues(kernel_ptx: dict[str, dict[
     their rows over distributed shared memory. Against the A/B build without it
     (-DDSPARKCTL_WS_CLUSTER_COMBINE=0) only the WS kernels differ; each has two cluster rendezvous
     in the consumers' epilogue and two in the producer's (every thread of both CTAs takes part),
-    and its peer reads are ld.shared::cluster of mapa addresses."""
+    and its peer reads are ld.shared::cluster of mapa addresses. The halves kernel has none in either
+    build (v75: it runs unsplit only)."""
     for name, ship, var in _ws_kernels_of(kernel_ptx, "sm_90a_ws_no_cluster_combine"):
         assert "barrier.cluster" not in var and "mapa" not in var, name
+        if "_dims" in name:
+            assert ship == var, name
+            continue
         assert ship.count("barrier.cluster.arrive.release;") == 4, name
         assert ship.count("barrier.cluster.wait.acquire;") == 4, name
         assert ship.count("mapa.shared::cluster") >= 3 and ship.count("ld.shared::cluster.v4.f32") >= 2, name
@@ -471,6 +479,9 @@ def test_combine_probe_drops_only_the_peer_loads_and_row_stores(kernel_ptx: dict
     arrive = re.compile(r"barrier\.cluster\.arrive\.release;")
     for name in ws:
         assert "ld.shared::cluster" not in probe[name] and "mapa" not in probe[name], name
+        if "_dims" in name:  # v75: the halves kernel runs unsplit only, no combine to probe
+            assert probe[name] == marks[name] and "barrier.cluster" not in marks[name], name
+            continue
         spans = []
         for text in (marks[name], probe[name]):
             a = [m.start() for m in arrive.finditer(text)]
@@ -778,8 +789,10 @@ def test_ws_dims_partials_candidate_moves_only_the_halves_kernels_partial_stores
     """Session 38's prepared candidate (-DDSPARKCTL_WS_DIMS_PARTIALS=1, off): the halves kernel
     writes the fp32 partials of its half rows for split calls and leaves every split count, 2
     included, to the combine kernels. Only that kernel moves: its MMAs, conversions and named
-    barriers are the same, and v45's cluster combine (rendezvous, peer and sink loads) is gone."""
-    base, cand = kernel_ptx["sm_90a"], kernel_ptx["sm_90a_ws_dims_partials"]
+    barriers are the same, and v45's cluster combine (rendezvous, peer and sink loads) is gone.
+    (Against v75's -DDSPARKCTL_WS_DH_UNSPLIT=0 build: the partials need the split paths that v75
+    compiles out of the shipped halves kernel.)"""
+    base, cand = kernel_ptx["sm_90a_ws_dh_split_paths"], kernel_ptx["sm_90a_ws_dims_partials"]
     moved = {n for n in base if base[n] != cand[n]}
     assert moved == {"sparse_mla_decode_ws_kernel_dimsILi16E"}, sorted(moved)
     n = moved.pop()
@@ -793,8 +806,8 @@ def test_ws_dh_direct_moves_only_the_halves_kernels_epilogue(kernel_ptx: dict[st
     """v67 (-DDSPARKCTL_WS_DH_DIRECT=0 rebuilds v66): an unsplit halves CTA's warpgroup 1 stores its
     bf16 rows from registers after a word transpose within each quad (butterfly shuffles), not
     through fp32 staging. Only the halves kernel moves; its MMAs are the same, and it keeps the
-    staging for split calls."""
-    base, cand = kernel_ptx["sm_90a_no_ws_dh_direct"], kernel_ptx["sm_90a"]
+    staging for split calls. (Both with v75's split paths: -DDSPARKCTL_WS_DH_UNSPLIT=0.)"""
+    base, cand = kernel_ptx["sm_90a_no_ws_dh_direct"], kernel_ptx["sm_90a_ws_dh_split_paths"]
     moved = {n for n in base if base[n] != cand[n]}
     assert moved == {"sparse_mla_decode_ws_kernel_dimsILi16E"}, sorted(moved)
     n = moved.pop()
@@ -923,11 +936,13 @@ def test_split_front_changes_only_the_kernels_that_cut_tile_ranges(kernel_ptx: d
     every kernel that computes a split's tile range (each main kernel and the WS kernels), from the
     lengths it loads anyway; the combines, which only read the partials, are v72's. The default
     compares the main length with its capacity (topk rounded up to whole tiles, a multiply by the tile
-    width), so each changed kernel gains compare-and-select work and loses none of its MMAs or barriers."""
+    width), so each changed kernel gains compare-and-select work and loses none of its MMAs or barriers.
+    (Since v75 the halves kernel runs unsplit only: one split, no cut to make, the same PTX both ways.)"""
     v72, v73 = kernel_ptx["sm_90a_no_split_front"], kernel_ptx["sm_90a"]
-    mains = {n for n in v72 if n.startswith("sparse_mla_decode")}
+    halves = "sparse_mla_decode_ws_kernel_dimsILi16E"
+    mains = {n for n in v72 if n.startswith("sparse_mla_decode") and n != halves}
     combines = {n for n in v72 if n.startswith("sparse_mla_combine")}
-    assert len(mains) >= 10 and len(combines) == 8 and mains | combines == set(v72)
+    assert len(mains) >= 10 and len(combines) == 8 and mains | combines | {halves} == set(v72)
     assert {n for n in v72 if v72[n] != v73[n]} == mains
     for n in mains:
         for op in ("mma", "bar.sync", "cp.async", "ld.global"):
@@ -949,6 +964,24 @@ def test_t_early_store_changes_only_the_transposed_32_head_kernels(kernel_ptx: d
         assert v74[n].count("wgmma.commit_group") > v73[n].count("wgmma.commit_group"), n
         assert "wgmma.wait_group.sync.aligned 1;" in v74[n] and "wgmma.wait_group.sync.aligned 1;" not in v73[n], n
         assert v74[n].count("bar.sync") > v73[n].count("bar.sync"), n
+
+
+def test_ws_dh_unsplit_compiles_out_only_the_halves_kernels_split_paths(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """v75's -DDSPARKCTL_WS_DH_UNSPLIT (1 by default; 0 rebuilds v74): the plan launches the halves
+    kernel unsplit only, so v75 folds its split count to 1 and drops what only split calls ran:
+    warpgroup 1's fp32 staging (st.shared.v2.f32), the partial rows' stores, v45's cluster combine
+    (cluster barriers, mapa) and the split index (%ctaid.y). Everything an unsplit call runs stays:
+    the same MMAs, conversions, named barriers and mbarrier waits. No other kernel changes."""
+    v74, v75 = kernel_ptx["sm_90a_ws_dh_split_paths"], kernel_ptx["sm_90a"]
+    halves = "sparse_mla_decode_ws_kernel_dimsILi16E"
+    assert {n for n in v74 if v74[n] != v75[n]} == {halves}
+    a, b = v74[halves], v75[halves]
+    for op in ("wgmma.mma_async", "cvt.rn.f16x2.e4m3x2", "bar.sync", "bar.arrive", "mbarrier.try_wait"):
+        assert a.count(op) == b.count(op) > 0, op
+    for op in ("barrier.cluster", "mapa", "st.shared.v2.f32", "%ctaid.y"):
+        assert op in a and op not in b, op
+    assert 0 < b.count("st.global") < a.count("st.global")
+    assert len(b.splitlines()) < len(a.splitlines())
 
 
 def test_tl_events_build_adds_points_to_the_ws_kernels_only(kernel_ptx: dict[str, dict[str, str]]) -> None:
