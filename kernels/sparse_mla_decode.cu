@@ -338,6 +338,14 @@ static_assert(DSPARKCTL_WS_DH_TAIL_S_AHEAD >= 0 && DSPARKCTL_WS_DH_TAIL_S_AHEAD 
 #ifndef DSPARKCTL_WS_DH_UNSPLIT
 #define DSPARKCTL_WS_DH_UNSPLIT 1
 #endif
+// Session 50 candidate (DSPARKCTL_WS_DH_HALF_BODIES, 0 by default): the halves kernel as two bodies
+// behind one branch on blockIdx.z, each compiled with its half of O's dims a constant, so no CTA runs
+// code with the other half's branches in it (v75 gained by compiling out paths no CTA ran).
+#ifndef DSPARKCTL_WS_DH_HALF_BODIES
+#define DSPARKCTL_WS_DH_HALF_BODIES 0
+#endif
+static_assert(DSPARKCTL_WS_DH_HALF_BODIES == 0 || DSPARKCTL_WS_DH_HALF_BODIES == 1, "on or off");
+[[maybe_unused]] constexpr bool kWsDhHalfBodies = DSPARKCTL_WS_DH_HALF_BODIES == 1;
 static_assert(DSPARKCTL_WS_DH_UNSPLIT == 0 || DSPARKCTL_WS_DH_UNSPLIT == 1, "on or off");
 [[maybe_unused]] constexpr bool kWsDhUnsplit = DSPARKCTL_WS_DH_UNSPLIT == 1;
 // v67 (session 39; DSPARKCTL_WS_DH_DIRECT, on; =0 rebuilds v66; outputs bit for bit): an unsplit
@@ -3194,7 +3202,7 @@ __device__ __forceinline__ void ws_pv_dims_0_255(float (&on)[24][4], float (&orp
 // The WS kernel's body; DH (v66, sparse_mla_ws_dims_split): this CTA computes O's dims
 // [256 half, 256 half + 256) only, half = blockIdx.z. A kernel of its own (below), so the one-CTA
 // form's code is v65's.
-template <int VEC, bool DH>
+template <int VEC, bool DH, int HALF = -1>
 __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num_splits, int head_blocks) {
 #if DSPARKCTL_WGMMA
   using W = WsCfg;
@@ -3243,7 +3251,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   constexpr bool kDhUnsplit = DH && kWsDhUnsplit && !kPlanWsDimsPartials;
   if (kDhUnsplit) num_splits = 1;
   const int split = kDhUnsplit ? 0 : int(blockIdx.y);
-  const int half = DH ? int(blockIdx.z) : 0;  // DH: this CTA's half of O's dims
+  const int half = DH ? (HALF >= 0 ? HALF : int(blockIdx.z)) : 0;  // DH: this CTA's half of O's dims
   // (kNoClusterCombine, DSPARKCTL_WS_DIMS_PARTIALS: the halves kernel never runs the 2-split
   // in-kernel combine, v45; its split calls leave their partials to the combine kernels)
   constexpr bool kNoClusterCombine = DH && (kPlanWsDimsPartials || kDhUnsplit);
@@ -4177,7 +4185,13 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 template <int VEC>
 __global__ void __launch_bounds__(kWsThreads, 1)
     sparse_mla_decode_ws_kernel_dims(const SparseMlaParams p, int num_splits, int head_blocks) {
-  ws_kernel_body<VEC, true>(p, num_splits, head_blocks);
+  if constexpr (kWsDhHalfBodies) {
+    // session 50 candidate: one body per half, each with its half a constant
+    if (blockIdx.z == 0) ws_kernel_body<VEC, true, 0>(p, num_splits, head_blocks);
+    else ws_kernel_body<VEC, true, 1>(p, num_splits, head_blocks);
+  } else {
+    ws_kernel_body<VEC, true>(p, num_splits, head_blocks);
+  }
 }
 
 // ---------------------------------------------------------------- split combine
