@@ -218,6 +218,19 @@ int main(int argc, char** argv) {
     std::sort(ends.begin(), ends.end());
     auto pct = [&](double q) { return ends[std::min(ctas - 1, int(q * (ctas - 1) + 0.5))]; };
     std::printf(", \"cta_end_ns\": [%.0f, %.0f, %.0f, %.0f, %.0f]", ends.front(), pct(0.1), pct(0.5), pct(0.9), ends.back());
+    if (plan.dims_split == 2 && ctas % 2 == 0) {
+      // the halves kernel: its CTAs' records are half 0's first (grid.z), then half 1's; each half's
+      // median end (ns) and median Q-in-shared-memory and rows-staged points (cycles since entry)
+      std::vector<double> e[2], q[2], sg[2];
+      for (int c = 0; c < ctas; ++c) {
+        const int z = c < ctas / 2 ? 0 : 1;
+        e[z].push_back(double(tm[c][1] - m_first));
+        q[z].push_back(double(tm[c][21]));
+        sg[z].push_back(double(tm[c][22]));
+      }
+      std::printf(", \"halves\": {\"end_ns\": [%.0f, %.0f], \"q_ready_at\": [%.0f, %.0f], \"staged_at\": [%.0f, %.0f]}",
+                  median(e[0]), median(e[1]), median(q[0]), median(q[1]), median(sg[0]), median(sg[1]));
+    }
   }
   if (c_end > 0)  // a combine ran (a 2-split WS call with the cluster combine has none)
     std::printf(", \"combine_entry_after_main_start_ns\": %lld, \"combine_wait_done_after_main_end_ns\": %lld, "

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Session 50, device call 5 (the session's last device minutes): which half of the halves kernel the
+# HALF_BODIES candidate made fast and which slow (call 4's CTA ends were bimodal): plain timelines of
+# v75 and the candidate at DSpark T = 50, valid 133, with the timeline tool's new per-half medians.
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+R=/tmp/s50r5; rm -rf $R; mkdir -p $R
+OUT=$R SHAPES='64 192 133 0 50;64 192 133 0 50' timeout 150 \
+  bash bench/kernel_timeline_ab.sh v75= hb1=-DDSPARKCTL_WS_DH_HALF_BODIES=1 > /dev/null 2>&1
+for f in $R/timeline_v75.jsonl $R/timeline_hb1.jsonl; do
+  python3 -c "
+import json
+for l in open('$f'):
+    d=json.loads(l); print('$(basename $f .jsonl)', d['valid'], d['stream_us_per_call'], d.get('cta_end_ns'), d.get('halves'))
+"
+done | tee $R/halves.txt
+(cd $R && tar czf "$OUT/r.tgz" .)
