@@ -316,17 +316,6 @@ static_assert(DSPARKCTL_WS_LO_SPLIT16 == 0 || DSPARKCTL_WS_LO_SPLIT16 == 1, "on 
 #endif
 static_assert(DSPARKCTL_WS_TAIL16 == 0 || DSPARKCTL_WS_TAIL16 == 1, "on or off");
 [[maybe_unused]] constexpr bool kWsTail16 = DSPARKCTL_WS_TAIL16 == 1;
-// Session 49 (DSPARKCTL_WS_DH_TAIL_S_AHEAD; candidate, 0 by default, not measured): in the halves kernel
-// (ring of 3, Q in warpgroup 0's registers), when the tile after a full one is a kWsTail16 tail,
-// warpgroup 0 runs the tail's S (one m64n16k16 chain) interleaved with the full tile's S and keeps its
-// 16 columns of scores in registers for the tail's own step, which then skips S. Nothing else moves:
-// the tail keeps its mask, P, P.V step and barriers. Why: session 49's events have the tail's S at
-// ~2,400 cycles on warpgroup 0's chain, beside (and slowing) warpgroup 1's P.V of the tile before;
-// interleaved with a full S chain (TAIL_FUSE form 1) it added ~350 cycles to that chain.
-#ifndef DSPARKCTL_WS_DH_TAIL_S_AHEAD
-#define DSPARKCTL_WS_DH_TAIL_S_AHEAD 0
-#endif
-static_assert(DSPARKCTL_WS_DH_TAIL_S_AHEAD >= 0 && DSPARKCTL_WS_DH_TAIL_S_AHEAD <= 2, "0 off, 1 interleaved, 2 sequential");
 // v75 (session 50; DSPARKCTL_WS_DH_UNSPLIT, on; =0 rebuilds v74; outputs bit for bit): the halves
 // kernel is launched unsplit only (sparse_mla_ws_dims_split), so its split paths (warpgroup 1's fp32
 // staging, the partial rows, v45's cluster combine) are compiled out and the split constants folded:
@@ -338,14 +327,6 @@ static_assert(DSPARKCTL_WS_DH_TAIL_S_AHEAD >= 0 && DSPARKCTL_WS_DH_TAIL_S_AHEAD 
 #ifndef DSPARKCTL_WS_DH_UNSPLIT
 #define DSPARKCTL_WS_DH_UNSPLIT 1
 #endif
-// Session 50 candidate (DSPARKCTL_WS_DH_HALF_BODIES, 0 by default): the halves kernel as two bodies
-// behind one branch on blockIdx.z, each compiled with its half of O's dims a constant, so no CTA runs
-// code with the other half's branches in it (v75 gained by compiling out paths no CTA ran).
-#ifndef DSPARKCTL_WS_DH_HALF_BODIES
-#define DSPARKCTL_WS_DH_HALF_BODIES 0
-#endif
-static_assert(DSPARKCTL_WS_DH_HALF_BODIES == 0 || DSPARKCTL_WS_DH_HALF_BODIES == 1, "on or off");
-[[maybe_unused]] constexpr bool kWsDhHalfBodies = DSPARKCTL_WS_DH_HALF_BODIES == 1;
 static_assert(DSPARKCTL_WS_DH_UNSPLIT == 0 || DSPARKCTL_WS_DH_UNSPLIT == 1, "on or off");
 [[maybe_unused]] constexpr bool kWsDhUnsplit = DSPARKCTL_WS_DH_UNSPLIT == 1;
 // v67 (session 39; DSPARKCTL_WS_DH_DIRECT, on; =0 rebuilds v66; outputs bit for bit): an unsplit
@@ -3116,25 +3097,6 @@ template <bool BF16>
 #endif
 }
 
-// One k-step of S over a tail tile's candidates 0-15 (session 49, DSPARKCTL_WS_DH_TAIL_S_AHEAD):
-// D[64 x 16] += Q[64 x 16] . K[16 x 16]^T, Q's k-step from registers as ws_s64_ra; st in the m16n8 C
-// layout (st[n]: candidates 8 n .. 8 n + 7).
-template <bool BF16>
-[[maybe_unused]] __device__ __forceinline__ void ws_s16_ra(float (&st)[2][4], const uint32_t (&a)[4], uint64_t dk) {
-#if DSPARKCTL_WGMMA
-#define DSPARKCTL_S16_ARGS \
-  " {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, p, 1, 1, 0;\n}\n" \
-      : "+f"(st[0][0]), "+f"(st[0][1]), "+f"(st[0][2]), "+f"(st[0][3]), "+f"(st[1][0]), "+f"(st[1][1]), "+f"(st[1][2]), \
-        "+f"(st[1][3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(dk), "r"(1)
-  if constexpr (BF16) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\nwgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16" DSPARKCTL_S16_ARGS);
-  } else {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\nwgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16" DSPARKCTL_S16_ARGS);
-  }
-#undef DSPARKCTL_S16_ARGS
-#endif
-}
-
 // One WS conversion unit (a candidate's half of a 64-dim nope block: 32 FP8 bytes) to fp16 times
 // `mult` (f16_pow2x2), stored as 4 16-byte pieces at dst + (x0 ^ 16 k) (the 128-byte swizzle of
 // sw128_off: x0 is piece 0's offset in the row, k < 4 flips bits 4-5 only). By store_tile and
@@ -3202,7 +3164,7 @@ __device__ __forceinline__ void ws_pv_dims_0_255(float (&on)[24][4], float (&orp
 // The WS kernel's body; DH (v66, sparse_mla_ws_dims_split): this CTA computes O's dims
 // [256 half, 256 half + 256) only, half = blockIdx.z. A kernel of its own (below), so the one-CTA
 // form's code is v65's.
-template <int VEC, bool DH, int HALF = -1>
+template <int VEC, bool DH>
 __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num_splits, int head_blocks) {
 #if DSPARKCTL_WGMMA
   using W = WsCfg;
@@ -3235,9 +3197,6 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   auto buf_of = [&](int j) { return R == 3 ? j % 3 : j & 1; };
   auto phase_of = [&](int j) { return uint32_t(R == 3 ? j / 3 : j >> 1) & 1u; };
   constexpr bool kCopy1 = R == 3 && DSPARKCTL_WS_DH_COPY1 == 1;  // v71 (the halves kernel's ring only)
-  // session 49 (DSPARKCTL_WS_DH_TAIL_S_AHEAD): a tail's S with the full tile's before it
-  constexpr bool kSAhead = DH && R == 3 && kWsTail16 && DSPARKCTL_WS_DH_TAIL_S_AHEAD >= 1;
-  constexpr bool kSAheadSeq = DSPARKCTL_WS_DH_TAIL_S_AHEAD == 2;
 
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   const int tid = threadIdx.x;
@@ -3251,7 +3210,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   constexpr bool kDhUnsplit = DH && kWsDhUnsplit && !kPlanWsDimsPartials;
   if (kDhUnsplit) num_splits = 1;
   const int split = kDhUnsplit ? 0 : int(blockIdx.y);
-  const int half = DH ? (HALF >= 0 ? HALF : int(blockIdx.z)) : 0;  // DH: this CTA's half of O's dims
+  const int half = DH ? int(blockIdx.z) : 0;  // DH: this CTA's half of O's dims
   // (kNoClusterCombine, DSPARKCTL_WS_DIMS_PARTIALS: the halves kernel never runs the 2-split
   // in-kernel combine, v45; its split calls leave their partials to the combine kernels)
   constexpr bool kNoClusterCombine = DH && (kPlanWsDimsPartials || kDhUnsplit);
@@ -3774,8 +3733,6 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       fence_proxy_async_smem();
       ws_handoff(kWsQFree, kCT);  // (the racecheck build: a rendezvous, as P's hand-offs)
     }
-    [[maybe_unused]] bool s_pre = false;  // kSAhead: st holds this step's S (the tail's)
-    [[maybe_unused]] float st[2][4];
     for (int it = tile_begin; it < tile_end; ++it) {
       const int j = it - tile_begin, b = buf_of(j), pb = R == 3 ? j & 1 : b;
       mbar_wait(&full[b], phase_of(j));
@@ -3791,86 +3748,6 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
 #pragma unroll
         for (int c = 0; c < 4; ++c) s[n][c] = 0.f;
       const uint64_t dk = wgmma_desc_sw128(sKV);
-      // kSAhead: `ahead`, this full tile's S also runs the next (tail) tile's into st; `pre`, this
-      // tail's S ran with the tile before (st holds it). Each branch its own fence / wgmmas / wait.
-      [[maybe_unused]] const bool ahead = kSAhead && it + 1 < tile_end && !t16 && tail16(it + 1);
-      [[maybe_unused]] const bool pre = kSAhead && s_pre;
-      if constexpr (kSAhead) s_pre = ahead;
-      if (kSAhead && kSAheadSeq && ahead) {
-        // =2: the full tile's chains as v74's, then the tail's two n16 chains, each a sequence of its own
-#pragma unroll
-        for (int n = 0; n < 2; ++n)
-#pragma unroll
-          for (int c = 0; c < 4; ++c) asm volatile("mov.b32 %0, 0;" : "=f"(st[n][c]));  // (before the fence)
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < kDN / 16; ++kk) ws_s64_ra<false>(s, qa[kk], dk + kstep(kk, BN));
-        wgmma_commit_wait();
-        const Pow2Pair s_nope[2] = {Pow2Pair(q_shift[0] + e_tile), Pow2Pair(q_shift[1] + e_tile)};
-#pragma unroll
-        for (int n = 0; n < 8; ++n)
-#pragma unroll
-          for (int c = 0; c < 4; ++c) s[n][c] = s_nope[c >> 1](s[n][c]);
-        wgmma_fence();
-#pragma unroll
-        for (int kk = kDN / 16; kk < kD / 16; ++kk) ws_s64_ra<true>(s, qa[kk], dk + kstep(kk, BN));
-        wgmma_commit_wait();
-        const int b1 = buf_of(j + 1);
-        mbar_wait(&full[b1], phase_of(j + 1));
-        const int e1 = sEtile[b1];
-        const uint64_t dk1 = wgmma_desc_sw128(kv_tile(b1));
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < kDN / 16; ++kk) ws_s16_ra<false>(st, qa[kk], dk1 + kstep(kk, BN));
-        wgmma_commit_wait();
-        const Pow2Pair t_nope[2] = {Pow2Pair(q_shift[0] + e1), Pow2Pair(q_shift[1] + e1)};
-#pragma unroll
-        for (int n = 0; n < 2; ++n)
-#pragma unroll
-          for (int c = 0; c < 4; ++c) st[n][c] = t_nope[c >> 1](st[n][c]);
-        wgmma_fence();
-#pragma unroll
-        for (int kk = kDN / 16; kk < kD / 16; ++kk) ws_s16_ra<true>(st, qa[kk], dk1 + kstep(kk, BN));
-        wgmma_commit_wait();
-      } else if (kSAhead && ahead) {
-        const int b1 = buf_of(j + 1);
-        mbar_wait(&full[b1], phase_of(j + 1));
-        const int e1 = sEtile[b1];
-        const uint64_t dk1 = wgmma_desc_sw128(kv_tile(b1));
-#pragma unroll
-        for (int n = 0; n < 2; ++n)
-#pragma unroll
-          for (int c = 0; c < 4; ++c) asm volatile("mov.b32 %0, 0;" : "=f"(st[n][c]));  // (before the fence)
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < kDN / 16; ++kk) {
-          ws_s64_ra<false>(s, qa[kk], dk + kstep(kk, BN));
-          ws_s16_ra<false>(st, qa[kk], dk1 + kstep(kk, BN));
-        }
-        wgmma_commit_wait();
-        const Pow2Pair s_nope[2] = {Pow2Pair(q_shift[0] + e_tile), Pow2Pair(q_shift[1] + e_tile)};
-        const Pow2Pair t_nope[2] = {Pow2Pair(q_shift[0] + e1), Pow2Pair(q_shift[1] + e1)};
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-#pragma unroll
-          for (int n = 0; n < 8; ++n) s[n][c] = s_nope[c >> 1](s[n][c]);
-#pragma unroll
-          for (int n = 0; n < 2; ++n) st[n][c] = t_nope[c >> 1](st[n][c]);
-        }
-        wgmma_fence();
-#pragma unroll
-        for (int kk = kDN / 16; kk < kD / 16; ++kk) {
-          ws_s64_ra<true>(s, qa[kk], dk + kstep(kk, BN));
-          ws_s16_ra<true>(st, qa[kk], dk1 + kstep(kk, BN));
-        }
-        wgmma_commit_wait();
-      } else if (kSAhead && pre) {
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-#pragma unroll
-          for (int n = 0; n < 2; ++n) s[n][c] = st[n][c];
-        }
-      } else {
       wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < kDN / 16; ++kk) {
@@ -3890,7 +3767,6 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
         else ws_s64<true>(s, dq + kstep(kk, M), dk + kstep(kk, BN));
       }
       wgmma_commit_wait();
-      }
       if constexpr (DH) mbar_arrive(&empty[b]);  // DH: no P.V here, so S was this warpgroup's last read of the tile
       DSPARKCTL_WS_TL(1);  // S
       DSPARKCTL_WS_EV(tid == 0, j, kEvWg0S)
@@ -4185,13 +4061,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 template <int VEC>
 __global__ void __launch_bounds__(kWsThreads, 1)
     sparse_mla_decode_ws_kernel_dims(const SparseMlaParams p, int num_splits, int head_blocks) {
-  if constexpr (kWsDhHalfBodies) {
-    // session 50 candidate: one body per half, each with its half a constant
-    if (blockIdx.z == 0) ws_kernel_body<VEC, true, 0>(p, num_splits, head_blocks);
-    else ws_kernel_body<VEC, true, 1>(p, num_splits, head_blocks);
-  } else {
-    ws_kernel_body<VEC, true>(p, num_splits, head_blocks);
-  }
+  ws_kernel_body<VEC, true>(p, num_splits, head_blocks);
 }
 
 // ---------------------------------------------------------------- split combine

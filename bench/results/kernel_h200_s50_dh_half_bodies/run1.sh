@@ -6,6 +6,7 @@
 # timelines of both at DSpark T = 50 (valid 133 twice, 128 once). Packs $OUT/r.tgz and $OUT/r2.tgz.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
+grep -q DSPARKCTL_WS_DH_HALF_BODIES kernels/sparse_mla_decode.cu || git apply bench/results/kernel_h200_s50_dh_half_bodies/candidate.patch || exit 1  # (removed from the source after the session)
 export PYTHONPATH=$PWD
 R=/tmp/s50r4; rm -rf $R; mkdir -p $R
 NAME=hb1 FLAGS=-DDSPARKCTL_WS_DH_HALF_BODIES=1 BASE=v75 ROUNDS=3 timeout 420 bash bench/kernel_candidate_check.sh

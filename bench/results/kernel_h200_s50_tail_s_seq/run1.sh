@@ -7,6 +7,7 @@
 # DSpark T = 50, valid 133 (three runs) and 128. Packs $OUT/r.tgz and $OUT/r2.tgz.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
+grep -q DSPARKCTL_WS_DH_TAIL_S_AHEAD kernels/sparse_mla_decode.cu || git apply bench/results/kernel_h200_s50_tail_s_seq/candidate.patch || exit 1  # (removed from the source after the session)
 export PYTHONPATH=$PWD
 R=/tmp/s50r1; rm -rf $R; mkdir -p $R
 NAME=sa2 FLAGS=-DDSPARKCTL_WS_DH_TAIL_S_AHEAD=2 BASE=v74 ROUNDS=3 timeout 420 bash bench/kernel_candidate_check.sh
