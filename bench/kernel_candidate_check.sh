@@ -6,6 +6,7 @@
 # -DDSPARKCTL_WS_RACECHECK_SYNC build (subset T2 and bench/racecheck_ws_probe.py), and the
 # product's smoke at TP 4. Results packed into $OUT/r.tgz.
 #   usage: NAME=mke FLAGS=-DDSPARKCTL_WS_MASK_EARLY=1 [BASE=v53] [ROUNDS=3] bash bench/kernel_candidate_check.sh
+#   [TL_SHAPES='64 192 133 0 50;...']: then plain phase timelines of both builds at those shapes
 #   (FLAGS: space-separated)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -32,4 +33,13 @@ kernel_sanitizers "$SO" "$RC" 6 > $A/sanitizer.log 2>&1
 kernel_ws_race_probe "$RC" $A/racecheck_ws.log >> $A/sanitizer.log
 cat $A/sanitizer.log
 kernel_smoke "$SO" $A/smoke_$NAME.json
+if [ -n "${TL_SHAPES:-}" ]; then
+  # TL_SHAPES='H TOPK VALID EXTRA T;...' (session 50): plain phase timelines of both builds at those
+  # shapes, each build's C75xx count, and the spans (a call ends with its last CTA: the CTA end
+  # percentiles, the halves kernel's per-half medians)
+  mkdir -p $A/tl
+  OUT=$A/tl SHAPES="$TL_SHAPES" timeout 150 bash bench/kernel_timeline_ab.sh "$BASE=" "$NAME=${FLAGS// /,}" > /dev/null 2>&1
+  grep -c C75 $A/tl/build_tl_*.log
+  python3 bench/ws_timeline_summary.py --spans "$BASE=$A/tl/timeline_$BASE.jsonl" "$NAME=$A/tl/timeline_$NAME.jsonl" | tee $A/spans.txt
+fi
 rm -f $A/*.pt; (cd $A && tar czf "$OUT/r.tgz" .)

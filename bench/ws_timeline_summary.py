@@ -16,11 +16,15 @@ handed its P over, when warpgroup 1's P.V of it ended.
 With --prologue: a -DDSPARKCTL_TL_PROLOGUE build's prologue points (session 41; the kernel keeps
 them in tile 3's event slots), sorted by cycle, with tile 0's landing and publication and the
 written mark: where the start of a CTA of at most 3 tiles goes.
+With --spans: per shape the call's span and its CTAs' (session 50): valid length, us per call, the
+main kernel's span (ns), the median and slowest CTA's duration (ns), when the CTAs end
+([min, p10, p50, p90, max] ns after the first entry; a call ends with its last CTA) and, for the
+halves kernel, each half's median end, Q-ready and rows-staged points.
 A phase that ends at a named barrier (bar.sync) reads short: ptxas emits BAR.SYNC.DEFER_BLOCKING and
 the next clock read issues before the barrier releases, so that wait lands in the following phase
 (session 32: warpgroup 1's P-ready wait shows up in its P.V, warpgroup 0's P-free wait in its P).
 
-    python bench/ws_timeline_summary.py [--marks | --tiles | --tiles-split-pv | --events | --prologue] LABEL=FILE.jsonl [...]
+    python bench/ws_timeline_summary.py [--marks | --tiles | --tiles-split-pv | --events | --prologue | --spans] LABEL=FILE.jsonl [...]
 """
 
 from __future__ import annotations
@@ -160,8 +164,17 @@ def prologue_lines(label: str, text: str) -> list[str]:
     return out
 
 
+def span_lines(label: str, text: str) -> list[str]:
+    return [
+        " ".join(str(x) for x in (label, a["valid"], a["stream_us_per_call"], a["main_span_ns"], a["cta_ns_median"],
+                                  a["cta_ns_max"], a.get("cta_end_ns"), a.get("halves")))
+        for a in _records(text)
+    ]
+
+
 def main(argv: list[str]) -> int:
     modes = {"--marks": mark_lines, "--tiles": tile_lines, "--events": event_lines, "--prologue": prologue_lines,
+             "--spans": span_lines,
              "--tiles-split-pv": lambda label, text: tile_lines(label, text, ROLES_SPLIT_PV)}
     mode = argv[0] if argv and argv[0] in modes else ""
     if mode:

@@ -146,3 +146,18 @@ def test_prologue_mode_names_the_points_in_time_order(capsys: pytest.CaptureFixt
     assert "DSPARKCTL_TL_PROLOGUE" in other[1]
     assert tool.main(["--prologue", f"v68={path}"]) == 0
     assert capsys.readouterr().out.strip() == line
+
+
+def test_spans_print_what_session_50s_scripts_printed() -> None:
+    # the plain timelines of bench/results/kernel_h200_s50_dh_half_bodies/run2/, whose script printed
+    # these fields itself (halves.txt): the same values, in the same order
+    run2 = BENCH / "results" / "kernel_h200_s50_dh_half_bodies" / "run2"
+    tool = load("ws_timeline_summary")
+    got = tool.span_lines("timeline_hb1", (run2 / "timeline_hb1.jsonl").read_text())
+    want = [ln for ln in (run2 / "halves.txt").read_text().splitlines() if ln.startswith("timeline_hb1 ")]
+    assert len(got) == len(want) == 2
+    for g, w in zip(got, want, strict=True):
+        # halves.txt has no main span / CTA median / max columns: compare the shared ones
+        gs, ws = g.split(" ", 6), w.split(" ", 3)
+        assert gs[:3] == ws[:3] and g.endswith(ws[3]), (g, w)
+    assert "'end_ns': [16480, 14336]" in got[0]

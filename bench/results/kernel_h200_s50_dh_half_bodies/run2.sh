@@ -8,11 +8,6 @@ grep -q DSPARKCTL_WS_DH_HALF_BODIES kernels/sparse_mla_decode.cu || git apply be
 R=/tmp/s50r5; rm -rf $R; mkdir -p $R
 OUT=$R SHAPES='64 192 133 0 50;64 192 133 0 50' timeout 150 \
   bash bench/kernel_timeline_ab.sh v75= hb1=-DDSPARKCTL_WS_DH_HALF_BODIES=1 > /dev/null 2>&1
-for f in $R/timeline_v75.jsonl $R/timeline_hb1.jsonl; do
-  python3 -c "
-import json
-for l in open('$f'):
-    d=json.loads(l); print('$(basename $f .jsonl)', d['valid'], d['stream_us_per_call'], d.get('cta_end_ns'), d.get('halves'))
-"
-done | tee $R/halves.txt
+# (the session ran an inline copy of this; --spans prints the same fields)
+python3 bench/ws_timeline_summary.py --spans v75=$R/timeline_v75.jsonl hb1=$R/timeline_hb1.jsonl | tee $R/halves.txt
 (cd $R && tar czf "$OUT/r.tgz" .)

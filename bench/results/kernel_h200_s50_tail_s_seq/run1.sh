@@ -16,12 +16,7 @@ OUT=$OUT2 SHAPES='64 192 133 0 50;64 192 128 0 50;64 192 133 0 50;64 192 133 0 5
   bash bench/kernel_timeline_ab.sh v74= sa2=-DDSPARKCTL_WS_DH_TAIL_S_AHEAD=2 \
   v74ev=-DDSPARKCTL_TL_EVENTS sa2ev=-DDSPARKCTL_TL_EVENTS,-DDSPARKCTL_WS_DH_TAIL_S_AHEAD=2 > /dev/null 2>&1
 grep -c C75 $OUT2/build_tl_*.log
-for f in $OUT2/timeline_v74.jsonl $OUT2/timeline_sa2.jsonl; do
-  python3 -c "
-import json
-for l in open('$f'):
-    d=json.loads(l); print('$(basename $f .jsonl)', d['valid'], d['stream_us_per_call'], d['main_span_ns'], d['cta_ns_median'], d['cta_ns_max'], d.get('cta_end_ns'))
-"
-done | tee $R/spans.txt
+# (the session ran an inline copy of this; --spans prints the same fields)
+python3 bench/ws_timeline_summary.py --spans v74=$OUT2/timeline_v74.jsonl sa2=$OUT2/timeline_sa2.jsonl | tee $R/spans.txt
 python3 bench/ws_timeline_summary.py --events v74ev=$OUT2/timeline_v74ev.jsonl sa2ev=$OUT2/timeline_sa2ev.jsonl | tee $R/events.txt
 (cd $R && tar czf "$OUT/r2.tgz" .)
