@@ -329,6 +329,19 @@ static_assert(DSPARKCTL_WS_TAIL16 == 0 || DSPARKCTL_WS_TAIL16 == 1, "on or off")
 #endif
 static_assert(DSPARKCTL_WS_DH_UNSPLIT == 0 || DSPARKCTL_WS_DH_UNSPLIT == 1, "on or off");
 [[maybe_unused]] constexpr bool kWsDhUnsplit = DSPARKCTL_WS_DH_UNSPLIT == 1;
+// Session 50 candidate (DSPARKCTL_WS_DH_QSHARE, 0 by default; built, not yet run on a GPU): the two
+// halves of a row block as a 2-CTA cluster that share Q. Each CTA loads and converts 32 of the 64
+// rows (and their slow-path shifts) and writes them into its own Q region and, by st.async counted on
+// the peer's mbarrier, into the peer's; warpgroup 0 waits for the peer's 32,896 bytes before it reads
+// Q. Why: session 50's one-body-per-half candidate (bench/results/kernel_h200_s50_dh_half_bodies/) had
+// the halves' prologues contending (both CTAs of a row load and convert the same 64 KB of Q; ~4,000
+// of the ~10,400 cycles before tile 0), with half 1's rows staged ~1,700 cycles earlier once half 0's
+// prologue ran late.
+#ifndef DSPARKCTL_WS_DH_QSHARE
+#define DSPARKCTL_WS_DH_QSHARE 0
+#endif
+static_assert(DSPARKCTL_WS_DH_QSHARE == 0 || DSPARKCTL_WS_DH_QSHARE == 1, "on or off");
+[[maybe_unused]] constexpr bool kWsDhQShare = DSPARKCTL_WS_DH_QSHARE == 1 && DSPARKCTL_WS_DH_UNSPLIT == 1;
 // v67 (session 39; DSPARKCTL_WS_DH_DIRECT, on; =0 rebuilds v66; outputs bit for bit): an unsplit
 // call of v66's halves kernel writes its bf16 rows from warpgroup 1's accumulators straight to
 // global memory (a 4 x 4 transpose of 32-bit words within each quad makes every lane's store 8
@@ -2820,6 +2833,35 @@ __host__ __device__ __forceinline__ bool ws_cluster_combines(int num_splits) {
 #endif
   return a;
 }
+// Asynchronous stores into the peer CTA's shared memory (addresses from peer_smem), each counted in
+// bytes on the peer's mbarrier `rbar` (also a peer_smem address); no fence (session 50's QSHARE; v35
+// found st.shared::cluster with cluster-scope fences compiled to MEMBAR.ALL.GPU).
+[[maybe_unused]] __device__ __forceinline__ void st_async_v4(uint32_t remote, const uint4& v, uint32_t rbar) {
+#if DSPARKCTL_WGMMA
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];\n" ::"r"(remote),
+               "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "r"(rbar)
+               : "memory");
+#endif
+}
+[[maybe_unused]] __device__ __forceinline__ void st_async_b32(uint32_t remote, uint32_t v, uint32_t rbar) {
+#if DSPARKCTL_WGMMA
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];\n" ::"r"(remote), "r"(v), "r"(rbar)
+               : "memory");
+#endif
+}
+// mbar_wait with cluster-scope acquire: the phase's bytes came from the peer CTA (st_async_*).
+[[maybe_unused]] __device__ __forceinline__ void mbar_wait_cluster(uint64_t* bar, uint32_t parity) {
+#if DSPARKCTL_WGMMA
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(smem_u32(bar)), "r"(parity)
+        : "memory");
+  } while (!done);
+#endif
+}
 [[maybe_unused]] __device__ __forceinline__ float4 ld_peer_v4(const float* local, uint32_t rank) {
   float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
 #if DSPARKCTL_WGMMA
@@ -3214,6 +3256,12 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   // (kNoClusterCombine, DSPARKCTL_WS_DIMS_PARTIALS: the halves kernel never runs the 2-split
   // in-kernel combine, v45; its split calls leave their partials to the combine kernels)
   constexpr bool kNoClusterCombine = DH && (kPlanWsDimsPartials || kDhUnsplit);
+  // DSPARKCTL_WS_DH_QSHARE (session 50 candidate): the row block's two halves share Q (a 2-CTA
+  // cluster along z, rank = half); the hand-off's mbarrier sits in the partial-lse region, which the
+  // unsplit halves kernel never uses
+  constexpr bool kQShare = DH && R == 3 && kWsDhQShare && VEC == 16 && kWsClusterCombine;
+  [[maybe_unused]] uint64_t* qbar = reinterpret_cast<uint64_t*>(smem + W::OFF_LSE2);
+  constexpr uint32_t kQShareBytes = 32 * kD * 2 + 32 * 4;  // the peer's 32 rows of Q and their shifts
   if (tid == 0) {
     mbar_init(&full[0], kWsProducerThreads);
     mbar_init(&full[1], kWsProducerThreads);
@@ -3229,12 +3277,17 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       mbar_init(&rawbar[2], 1);
       mbar_init(&offs[2], kWsProducerThreads);
     }
+    if constexpr (kQShare) mbar_init(qbar, 1);
   }
 #ifdef DSPARKCTL_TIMELINE
   if (tid == 0 && DSPARKCTL_WS_TL_CTA < kTlMaxCtas)
     g_tl_main[DSPARKCTL_WS_TL_CTA][0] = tl_globaltimer();
 #endif
   __syncthreads();
+  if constexpr (kQShare) {
+    ws_cluster_sync();  // the peer's Q barrier is initialised before any of this CTA's st.async reaches it
+    if (tid == 0) mbar_expect_tx(qbar, kQShareBytes);
+  }
 
   // The split's tile range, as the main kernel cuts it (the full tile range of topk + extra,
   // clipped to the row's valid tiles), so plans and combines are shared.
@@ -3583,40 +3636,84 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   // Q rows -> registers -> shared memory: nope as fp16 (per-row power-of-two shift on the slow
   // path, as the main kernel), rope as bf16, all in the 128-byte swizzle.
   constexpr int kCT = 256;
-  if constexpr (!kQEarly) typename QR::Src(p, t, h0, tid).load(qv);
-  DSPARKCTL_WS_PRO(tid == 0, 0)
-  const bool q_nope_col = (tid % (kD / 8)) < kDN / 8;
-  const bool q_slow = nbar_or(kWsConsumers, kCT, QR::odd(qv, q_nope_col) != 0);
-  DSPARKCTL_WS_TL_ABS(25);
-  DSPARKCTL_WS_PRO(tid == 0, 1)
   int q_shift[2] = {0, 0};  // warpgroup 0: its two S rows' Q shift
-  if (q_slow) {
+  if constexpr (kQShare) {
+    // this CTA's 32 rows (32 half ..) to its own Q region and the peer's, their slow-path shifts to
+    // both CTAs' sQsh; warpgroup 0 waits on qbar for the peer's before it reads Q
+    static_assert(!kQEarly, "the halves kernel loads Q after the lengths");
+    using QH = QRows<32>;
+    uint4 qh[QH::QN];
+    typename QH::Src(p, t, h0 + 32 * half, tid).load(qh);
+    const bool q_nope_col = (tid % (kD / 8)) < kDN / 8;
+    const bool q_slow = nbar_or(kWsConsumers, kCT, QH::odd(qh, q_nope_col) != 0);
+    DSPARKCTL_WS_TL_ABS(25);
+    const int rb = 32 * half;
+    if (q_slow) {
+#pragma unroll
+      for (int i = 0; i < QH::QN; ++i) {
+        const uint32_t m = __reduce_max_sync(0xffffffffu, q_nope_col ? q_chunk_max(qh[i]) : 0u);
+        if (lane == 0) sQmax[(rb + (tid + i * kCT) / (kD / 8)) * 2 + (warp & 1)] = m;
+      }
+      nbar_sync(kWsConsumers, kCT);
+    }
+    const uint32_t peer = uint32_t(half ^ 1);
+    const uint32_t rbar = peer_smem(reinterpret_cast<const float*>(qbar), peer);
+    int* sQsh = reinterpret_cast<int*>(sFact);  // the rows' Q shifts, until the rows' output factors
+    if (tid < 32) {
+      const int r = rb + tid;
+      const int sh = q_slow ? q_row_shift(sQmax[r * 2], sQmax[r * 2 + 1]) : 0;
+      sQsh[r] = sh;
+      st_async_b32(peer_smem(reinterpret_cast<const float*>(sQsh + r), peer), uint32_t(sh), rbar);
+    }
+#pragma unroll
+    for (int i = 0; i < QH::QN; ++i) {
+      const int r = rb + (tid + i * kCT) / (kD / 8);
+      uint4 v = qh[i];
+      if (q_nope_col) {
+        const float f = q_slow ? pow2i(-q_row_shift(sQmax[r * 2], sQmax[r * 2 + 1])) : 1.f;
+        uint32_t* w = reinterpret_cast<uint32_t*>(&v);
+#pragma unroll
+        for (int jj = 0; jj < 4; ++jj) w[jj] = pack_f16(bf16_lo(w[jj]) * f, bf16_hi(w[jj]) * f);
+      }
+      __nv_bfloat16* dst = sQ + sw128_off<M>(r, (tid % (kD / 8)) * 8);
+      *reinterpret_cast<uint4*>(dst) = v;
+      st_async_v4(peer_smem(reinterpret_cast<const float*>(dst), peer), v, rbar);
+    }
+  } else {
+    if constexpr (!kQEarly) typename QR::Src(p, t, h0, tid).load(qv);
+    DSPARKCTL_WS_PRO(tid == 0, 0)
+    const bool q_nope_col = (tid % (kD / 8)) < kDN / 8;
+    const bool q_slow = nbar_or(kWsConsumers, kCT, QR::odd(qv, q_nope_col) != 0);
+    DSPARKCTL_WS_TL_ABS(25);
+    DSPARKCTL_WS_PRO(tid == 0, 1)
+    if (q_slow) {
+#pragma unroll
+      for (int i = 0; i < QR::QN; ++i) {
+        const uint32_t m = __reduce_max_sync(0xffffffffu, q_nope_col ? q_chunk_max(qv[i]) : 0u);
+        if (lane == 0) sQmax[((tid + i * kCT) / (kD / 8)) * 2 + (warp & 1)] = m;
+      }
+      nbar_sync(kWsConsumers, kCT);
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int row = wl * 16 + (lane >> 2) + 8 * i;
+        q_shift[i] = q_row_shift(sQmax[row * 2], sQmax[row * 2 + 1]);
+      }
+    }
+    // (the main kernel's loop, inline there and here: as a shared function ptxas schedules both
+    // kernels differently, and their SASS is what the GPU tests measured)
 #pragma unroll
     for (int i = 0; i < QR::QN; ++i) {
-      const uint32_t m = __reduce_max_sync(0xffffffffu, q_nope_col ? q_chunk_max(qv[i]) : 0u);
-      if (lane == 0) sQmax[((tid + i * kCT) / (kD / 8)) * 2 + (warp & 1)] = m;
-    }
-    nbar_sync(kWsConsumers, kCT);
+      const int k = tid + i * kCT;
+      const int r = k / (kD / 8);
+      uint4 v = qv[i];
+      if (q_nope_col) {
+        const float f = q_slow ? pow2i(-q_row_shift(sQmax[r * 2], sQmax[r * 2 + 1])) : 1.f;
+        uint32_t* w = reinterpret_cast<uint32_t*>(&v);
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      const int row = wl * 16 + (lane >> 2) + 8 * i;
-      q_shift[i] = q_row_shift(sQmax[row * 2], sQmax[row * 2 + 1]);
+        for (int jj = 0; jj < 4; ++jj) w[jj] = pack_f16(bf16_lo(w[jj]) * f, bf16_hi(w[jj]) * f);
+      }
+      *reinterpret_cast<uint4*>(sQ + sw128_off<M>(r, (tid % (kD / 8)) * 8)) = v;
     }
-  }
-  // (the main kernel's loop, inline there and here: as a shared function ptxas schedules both
-  // kernels differently, and their SASS is what the GPU tests measured)
-#pragma unroll
-  for (int i = 0; i < QR::QN; ++i) {
-    const int k = tid + i * kCT;
-    const int r = k / (kD / 8);
-    uint4 v = qv[i];
-    if (q_nope_col) {
-      const float f = q_slow ? pow2i(-q_row_shift(sQmax[r * 2], sQmax[r * 2 + 1])) : 1.f;
-      uint32_t* w = reinterpret_cast<uint32_t*>(&v);
-#pragma unroll
-      for (int jj = 0; jj < 4; ++jj) w[jj] = pack_f16(bf16_lo(w[jj]) * f, bf16_hi(w[jj]) * f);
-    }
-    *reinterpret_cast<uint4*>(sQ + sw128_off<M>(r, (tid % (kD / 8)) * 8)) = v;
   }
   DSPARKCTL_WS_PRO(tid == 0, 2)
   fence_proxy_async_smem();
@@ -3712,6 +3809,11 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   };
   if (wg == 0) {
     setmaxnreg_inc<W::REGS_S>();
+    if constexpr (kQShare) {
+      mbar_wait_cluster(qbar, 0u);  // the peer's rows of Q and their shifts are here
+#pragma unroll
+      for (int i = 0; i < 2; ++i) q_shift[i] = reinterpret_cast<const int*>(sFact)[wl * 16 + (lane >> 2) + 8 * i];
+    }
     DSPARKCTL_WS_TL_ABS(21);
     DSPARKCTL_WS_PRO(tid == 0, 5)
     DSPARKCTL_WS_TL_DECL
@@ -4433,6 +4535,13 @@ cudaError_t launch_main(const SparseMlaParams& p, const SparseMlaPlan& plan, int
     attr[1].val.clusterDim.x = 1;
     attr[1].val.clusterDim.y = unsigned(plan.num_splits);
     attr[1].val.clusterDim.z = 1;
+    cfg.numAttrs = 2;
+  }
+  if (kWsDhQShare && dims_split == 2) {  // DSPARKCTL_WS_DH_QSHARE: a row block's two halves as a cluster
+    attr[1].id = cudaLaunchAttributeClusterDimension;
+    attr[1].val.clusterDim.x = 1;
+    attr[1].val.clusterDim.y = 1;
+    attr[1].val.clusterDim.z = 2;
     cfg.numAttrs = 2;
   }
   e = cudaLaunchKernelEx(&cfg, kernel, p, plan.num_splits, head_blocks);

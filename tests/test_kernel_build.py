@@ -187,7 +187,8 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     and v68's (-DDSPARKCTL_WS_DH_RING3=0, sm_90a) and v70's (-DDSPARKCTL_FINISH_ROWS_LOOP=0, sm_90a) and
     v71's (-DDSPARKCTL_WS_DH_COPY1=0, sm_90a) and v72's (-DDSPARKCTL_SINK_EARLY=0, sm_90a) and v73's
     (-DDSPARKCTL_SPLIT_FRONT=0, sm_90a) and v74's (-DDSPARKCTL_T_EARLY_STORE=0, sm_90a) and v75's
-    (-DDSPARKCTL_WS_DH_UNSPLIT=0, sm_90a; v67's variant is built on it, so its pin is v67's change),
+    (-DDSPARKCTL_WS_DH_UNSPLIT=0, sm_90a; v67's variant is built on it, so its pin is v67's change) and
+    session 50's prepared candidate (-DDSPARKCTL_WS_DH_QSHARE=1, sm_90a),
     and session 40's per-tile timeline points
     (-DDSPARKCTL_TIMELINE -DDSPARKCTL_TL_EVENTS, sm_90a), as
     {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
@@ -242,6 +243,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_90a_no_split_front": ["-arch=sm_90a", "-DDSPARKCTL_SPLIT_FRONT=0"],
         "sm_90a_no_t_early_store": ["-arch=sm_90a", "-DDSPARKCTL_T_EARLY_STORE=0"],
         "sm_90a_ws_dh_split_paths": ["-arch=sm_90a", "-DDSPARKCTL_WS_DH_UNSPLIT=0"],
+        "sm_90a_ws_dh_qshare": ["-arch=sm_90a", "-DDSPARKCTL_WS_DH_QSHARE=1"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -982,6 +984,27 @@ def test_ws_dh_unsplit_compiles_out_only_the_halves_kernels_split_paths(kernel_p
         assert op in a and op not in b, op
     assert 0 < b.count("st.global") < a.count("st.global")
     assert len(b.splitlines()) < len(a.splitlines())
+
+
+def test_ws_dh_qshare_candidate_shares_q_across_the_halves_cluster(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """Session 50's prepared candidate (-DDSPARKCTL_WS_DH_QSHARE=1, off; not yet run on a GPU): the
+    halves kernel's two CTAs of a row block, launched as a 2-CTA cluster, each load half of Q's rows
+    (8 of the 16 global 16-byte loads a thread) and send them, converted, to the peer by st.async
+    (8 16-byte stores a thread and one 4-byte shift) counted on the peer's mbarrier, which warpgroup 0
+    waits on with cluster-scope acquire; one cluster rendezvous after the barriers' init orders the
+    peer's init before any st.async. Only the halves kernel changes, and its MMAs stay."""
+    base, cand = kernel_ptx["sm_90a"], kernel_ptx["sm_90a_ws_dh_qshare"]
+    halves = "sparse_mla_decode_ws_kernel_dimsILi16E"
+    assert {n for n in base if base[n] != cand[n]} == {halves}
+    a, b = base[halves], cand[halves]
+    assert a.count("wgmma.mma_async") == b.count("wgmma.mma_async") > 0
+    assert "st.async" not in a and "barrier.cluster" not in a
+    assert b.count("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32") == 8
+    assert b.count("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 ") == 1
+    assert b.count("mbarrier.try_wait.parity.acquire.cluster") == 1
+    assert b.count("barrier.cluster.arrive") == 1 and b.count("barrier.cluster.wait") == 1
+    assert b.index("mbarrier.init") < b.index("barrier.cluster.arrive") < b.index("st.async")
+    assert b.count("ld.global.nc.v4") == a.count("ld.global.nc.v4") - 8
 
 
 def test_tl_events_build_adds_points_to_the_ws_kernels_only(kernel_ptx: dict[str, dict[str, str]]) -> None:
