@@ -3991,7 +3991,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       const int row = wl * 16 + (lane >> 2) + 8 * i;
       const float f = finish_row(p, t, h0 + row, split, num_splits, m_run[i], l_run[i], (lane & 3) == 0 && half == 0);
       if ((lane & 3) == 0) sFact[row] = f;
-      if constexpr (kWsClusterCombine) {
+      if constexpr (kWsClusterCombine && !kQShare) {  // (QSHARE: the region holds the Q hand-off's mbarrier)
         if ((lane & 3) == 0) reinterpret_cast<float*>(smem + W::OFF_LSE2)[row] = row_lse2(m_run[i], l_run[i]);
       }
     }
