@@ -3285,6 +3285,11 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
 #endif
   __syncthreads();
   if constexpr (kQShare) {
+#if DSPARKCTL_WGMMA
+    uint32_t nct = 0;
+    asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(nct));
+    if (nct != 2) __trap();  // launched without the 2-CTA cluster: fail loudly, not hang on qbar
+#endif
     ws_cluster_sync();  // the peer's Q barrier is initialised before any of this CTA's st.async reaches it
     if (tid == 0) mbar_expect_tx(qbar, kQShareBytes);
   }
@@ -3644,9 +3649,14 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
     using QH = QRows<32>;
     uint4 qh[QH::QN];
     typename QH::Src(p, t, h0 + 32 * half, tid).load(qh);
+    DSPARKCTL_WS_PRO(tid == 0, 0)
     const bool q_nope_col = (tid % (kD / 8)) < kDN / 8;
+    // (the slow path is decided per 32 rows here, per 64 in the default build: with odd rows in one
+    // half only, the other half's rows convert unshifted, as any block without odd rows does, so the
+    // outputs can differ from the default build's in the last bits of such calls)
     const bool q_slow = nbar_or(kWsConsumers, kCT, QH::odd(qh, q_nope_col) != 0);
     DSPARKCTL_WS_TL_ABS(25);
+    DSPARKCTL_WS_PRO(tid == 0, 1)
     const int rb = 32 * half;
     if (q_slow) {
 #pragma unroll

@@ -992,7 +992,8 @@ def test_ws_dh_qshare_candidate_shares_q_across_the_halves_cluster(kernel_ptx: d
     (8 of the 16 global 16-byte loads a thread) and send them, converted, to the peer by st.async
     (8 16-byte stores a thread and one 4-byte shift) counted on the peer's mbarrier, which warpgroup 0
     waits on with cluster-scope acquire; one cluster rendezvous after the barriers' init orders the
-    peer's init before any st.async. Only the halves kernel changes, and its MMAs stay."""
+    peer's init before any st.async, and a CTA launched without the 2-CTA cluster traps instead of
+    waiting forever. Only the halves kernel changes, and its MMAs stay."""
     base, cand = kernel_ptx["sm_90a"], kernel_ptx["sm_90a_ws_dh_qshare"]
     halves = "sparse_mla_decode_ws_kernel_dimsILi16E"
     assert {n for n in base if base[n] != cand[n]} == {halves}
@@ -1005,6 +1006,7 @@ def test_ws_dh_qshare_candidate_shares_q_across_the_halves_cluster(kernel_ptx: d
     assert b.count("barrier.cluster.arrive") == 1 and b.count("barrier.cluster.wait") == 1
     assert b.index("mbarrier.init") < b.index("barrier.cluster.arrive") < b.index("st.async")
     assert b.count("ld.global.nc.v4") == a.count("ld.global.nc.v4") - 8
+    assert "%cluster_nctarank" in b and "%cluster_nctarank" not in a  # a launch without the cluster traps
 
 
 def test_tl_events_build_adds_points_to_the_ws_kernels_only(kernel_ptx: dict[str, dict[str, str]]) -> None:

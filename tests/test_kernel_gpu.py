@@ -461,6 +461,26 @@ def test_halves_kernel_rows_with_short_tails() -> None:
         assert torch.equal(o1[0], out[r]) and torch.equal(l1[0], lse[r]), r
 
 
+def test_halves_kernel_q_shift_path_in_one_half_of_the_heads() -> None:
+    """The halves kernel with Q's shift path taken by heads of one half of the 64 only (head 40 x
+    2^-12; session 50's -DDSPARKCTL_WS_DH_QSHARE=1 decides that path per 32 rows, the default build
+    per 64) and by none of the other half: against the reference, and equal to itself called row by
+    row."""
+    if not _fits_large(ops.CONFIG_LARGE_SMEM_WS_DIMS):
+        pytest.skip("this GPU's shared memory does not fit the layout")
+    args = _inputs(Case(t=5, h=64, topk=192, pbs=64, extra=None, sink=True, seed=5001))
+    args["q"][:, 40] = (args["q"][:, 40].float() * 2.0**-12).to(torch.bfloat16)
+    args["q"][3, 7] = (args["q"][3, 7].float() * 2.0**17).to(torch.bfloat16)  # and one row with both halves odd
+    plan = ops.plan_info(5, 64, 192, 0, config=ops.CONFIG_LARGE_SMEM_WS_DIMS, num_splits=1)
+    assert plan["dims_split"] == 2, plan
+    out, lse = ops.sparse_mla_decode_cfg(config=ops.CONFIG_LARGE_SMEM_WS_DIMS, num_splits=1, sm_scale=0.05, **args)
+    assert not torch.isnan(out).any()
+    _check(args, out, lse, scale=0.05)
+    for r in range(5):
+        o1, l1 = ops.sparse_mla_decode_cfg(config=ops.CONFIG_LARGE_SMEM_WS_DIMS, num_splits=1, sm_scale=0.05, **_row(args, r))
+        assert torch.equal(o1[0], out[r]) and torch.equal(l1[0], lse[r]), r
+
+
 @pytest.mark.parametrize(("config", "splits"), [(ops.CONFIG_LARGE_SMEM_WS, 5), (ops.CONFIG_LARGE_SMEM_WS, 2),
                                                 (ops.CONFIG_LARGE_SMEM_32, 6), (ops.CONFIG_SMALL_SMEM_16, 4)])
 def test_front_loaded_splits_of_short_main_rows(config: int, splits: int) -> None:
