@@ -329,16 +329,22 @@ static_assert(DSPARKCTL_WS_TAIL16 == 0 || DSPARKCTL_WS_TAIL16 == 1, "on or off")
 #endif
 static_assert(DSPARKCTL_WS_DH_UNSPLIT == 0 || DSPARKCTL_WS_DH_UNSPLIT == 1, "on or off");
 [[maybe_unused]] constexpr bool kWsDhUnsplit = DSPARKCTL_WS_DH_UNSPLIT == 1;
-// Session 50 candidate (DSPARKCTL_WS_DH_QSHARE, 0 by default; built, not yet run on a GPU): the two
-// halves of a row block as a 2-CTA cluster that share Q. Each CTA loads and converts 32 of the 64
-// rows (and their slow-path shifts) and writes them into its own Q region and, by st.async counted on
-// the peer's mbarrier, into the peer's; warpgroup 0 waits for the peer's 32,896 bytes before it reads
-// Q. Why: session 50's one-body-per-half candidate (bench/results/kernel_h200_s50_dh_half_bodies/) had
-// the halves' prologues contending (both CTAs of a row load and convert the same 64 KB of Q; ~4,000
-// of the ~10,400 cycles before tile 0), with half 1's rows staged ~1,700 cycles earlier once half 0's
-// prologue ran late.
+// v76 (session 51; DSPARKCTL_WS_DH_QSHARE, on; =0 rebuilds v75): the two halves of a row block run as
+// a 2-CTA cluster that shares Q. Each CTA loads and converts 32 of the 64 rows (and their slow-path
+// shifts) and writes them into its own Q region and, by st.async counted on the peer's mbarrier, into
+// the peer's; warpgroup 0 waits for the peer's 32,896 bytes before it reads Q. Why: session 50's
+// one-body-per-half candidate (bench/results/kernel_h200_s50_dh_half_bodies/) had the halves'
+// prologues contending (both CTAs of a row load and convert the same 64 KB of Q; ~4,000 of the
+// ~10,400 cycles before tile 0), with half 1's rows staged ~1,700 cycles earlier once half 0's
+// prologue ran late. H200, same call, 4 alternating rounds against v75
+// (bench/results/kernel_h200_s50_dh_qshare/): DSpark T = 50 15.15 -> 14.33 us (every candidate round
+// below every v75 round), Q ready ~8,600 -> ~6,300 cycles after entry, 15.2 -> 14.3 us per call in
+// the timeline build and 13.39 -> 12.52 at valid length 128; every other row within +-0.3 (kernels
+// unchanged). 46 of 46 bench cases bit for bit v75's. The one way it can differ from v75 in the last
+// bits: Q rows whose exponents take the slow path in one half of the heads only (the path is decided
+// per 32 rows now, per 64 in v75; tests/test_kernel_gpu.py covers it).
 #ifndef DSPARKCTL_WS_DH_QSHARE
-#define DSPARKCTL_WS_DH_QSHARE 0
+#define DSPARKCTL_WS_DH_QSHARE 1
 #endif
 static_assert(DSPARKCTL_WS_DH_QSHARE == 0 || DSPARKCTL_WS_DH_QSHARE == 1, "on or off");
 [[maybe_unused]] constexpr bool kWsDhQShare = DSPARKCTL_WS_DH_QSHARE == 1 && DSPARKCTL_WS_DH_UNSPLIT == 1;
@@ -3256,7 +3262,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   // (kNoClusterCombine, DSPARKCTL_WS_DIMS_PARTIALS: the halves kernel never runs the 2-split
   // in-kernel combine, v45; its split calls leave their partials to the combine kernels)
   constexpr bool kNoClusterCombine = DH && (kPlanWsDimsPartials || kDhUnsplit);
-  // DSPARKCTL_WS_DH_QSHARE (session 50 candidate): the row block's two halves share Q (a 2-CTA
+  // DSPARKCTL_WS_DH_QSHARE (v76): the row block's two halves share Q (a 2-CTA
   // cluster along z, rank = half); the hand-off's mbarrier sits in the partial-lse region, which the
   // unsplit halves kernel never uses
   constexpr bool kQShare = DH && R == 3 && kWsDhQShare && VEC == 16 && kWsClusterCombine;

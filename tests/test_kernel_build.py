@@ -188,7 +188,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     v71's (-DDSPARKCTL_WS_DH_COPY1=0, sm_90a) and v72's (-DDSPARKCTL_SINK_EARLY=0, sm_90a) and v73's
     (-DDSPARKCTL_SPLIT_FRONT=0, sm_90a) and v74's (-DDSPARKCTL_T_EARLY_STORE=0, sm_90a) and v75's
     (-DDSPARKCTL_WS_DH_UNSPLIT=0, sm_90a; v67's variant is built on it, so its pin is v67's change) and
-    session 50's prepared candidate (-DDSPARKCTL_WS_DH_QSHARE=1, sm_90a),
+    v76's (-DDSPARKCTL_WS_DH_QSHARE=0, sm_90a; v75's pin compares against it),
     and session 40's per-tile timeline points
     (-DDSPARKCTL_TIMELINE -DDSPARKCTL_TL_EVENTS, sm_90a), as
     {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
@@ -243,7 +243,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_90a_no_split_front": ["-arch=sm_90a", "-DDSPARKCTL_SPLIT_FRONT=0"],
         "sm_90a_no_t_early_store": ["-arch=sm_90a", "-DDSPARKCTL_T_EARLY_STORE=0"],
         "sm_90a_ws_dh_split_paths": ["-arch=sm_90a", "-DDSPARKCTL_WS_DH_UNSPLIT=0"],
-        "sm_90a_ws_dh_qshare": ["-arch=sm_90a", "-DDSPARKCTL_WS_DH_QSHARE=1"],
+        "sm_90a_no_ws_dh_qshare": ["-arch=sm_90a", "-DDSPARKCTL_WS_DH_QSHARE=0"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -973,8 +973,9 @@ def test_ws_dh_unsplit_compiles_out_only_the_halves_kernels_split_paths(kernel_p
     kernel unsplit only, so v75 folds its split count to 1 and drops what only split calls ran:
     warpgroup 1's fp32 staging (st.shared.v2.f32), the partial rows' stores, v45's cluster combine
     (cluster barriers, mapa) and the split index (%ctaid.y). Everything an unsplit call runs stays:
-    the same MMAs, conversions, named barriers and mbarrier waits. No other kernel changes."""
-    v74, v75 = kernel_ptx["sm_90a_ws_dh_split_paths"], kernel_ptx["sm_90a"]
+    the same MMAs, conversions, named barriers and mbarrier waits. No other kernel changes. (v75 is
+    the build without v76's Q sharing, which needs the unsplit kernel.)"""
+    v74, v75 = kernel_ptx["sm_90a_ws_dh_split_paths"], kernel_ptx["sm_90a_no_ws_dh_qshare"]
     halves = "sparse_mla_decode_ws_kernel_dimsILi16E"
     assert {n for n in v74 if v74[n] != v75[n]} == {halves}
     a, b = v74[halves], v75[halves]
@@ -986,15 +987,15 @@ def test_ws_dh_unsplit_compiles_out_only_the_halves_kernels_split_paths(kernel_p
     assert len(b.splitlines()) < len(a.splitlines())
 
 
-def test_ws_dh_qshare_candidate_shares_q_across_the_halves_cluster(kernel_ptx: dict[str, dict[str, str]]) -> None:
-    """Session 50's prepared candidate (-DDSPARKCTL_WS_DH_QSHARE=1, off; not yet run on a GPU): the
-    halves kernel's two CTAs of a row block, launched as a 2-CTA cluster, each load half of Q's rows
+def test_ws_dh_qshare_shares_q_across_the_halves_cluster(kernel_ptx: dict[str, dict[str, str]]) -> None:
+    """v76's -DDSPARKCTL_WS_DH_QSHARE (1 by default; 0 rebuilds v75): the halves kernel's two CTAs
+    of a row block, launched as a 2-CTA cluster, each load half of Q's rows
     (8 of the 16 global 16-byte loads a thread) and send them, converted, to the peer by st.async
     (8 16-byte stores a thread and one 4-byte shift) counted on the peer's mbarrier, which warpgroup 0
     waits on with cluster-scope acquire; one cluster rendezvous after the barriers' init orders the
     peer's init before any st.async, and a CTA launched without the 2-CTA cluster traps instead of
     waiting forever. Only the halves kernel changes, and its MMAs stay."""
-    base, cand = kernel_ptx["sm_90a"], kernel_ptx["sm_90a_ws_dh_qshare"]
+    base, cand = kernel_ptx["sm_90a_no_ws_dh_qshare"], kernel_ptx["sm_90a"]
     halves = "sparse_mla_decode_ws_kernel_dimsILi16E"
     assert {n for n in base if base[n] != cand[n]} == {halves}
     a, b = base[halves], cand[halves]
