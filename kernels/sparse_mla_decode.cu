@@ -3264,8 +3264,9 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   constexpr bool kNoClusterCombine = DH && (kPlanWsDimsPartials || kDhUnsplit);
   // DSPARKCTL_WS_DH_QSHARE (v76): the row block's two halves share Q (a 2-CTA
   // cluster along z, rank = half); the hand-off's mbarrier sits in the partial-lse region, which the
-  // unsplit halves kernel never uses
-  constexpr bool kQShare = DH && R == 3 && kWsDhQShare && VEC == 16 && kWsClusterCombine;
+  // unsplit halves kernel never uses (DSPARKCTL_WS_Q_EARLY=2, Q loaded before the lengths, keeps the
+  // unshared Q phase)
+  constexpr bool kQShare = DH && R == 3 && kWsDhQShare && VEC == 16 && kWsClusterCombine && DSPARKCTL_WS_Q_EARLY != 2;
   [[maybe_unused]] uint64_t* qbar = reinterpret_cast<uint64_t*>(smem + W::OFF_LSE2);
   constexpr uint32_t kQShareBytes = 32 * kD * 2 + 32 * 4;  // the peer's 32 rows of Q and their shifts
   if (tid == 0) {
