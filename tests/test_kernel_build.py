@@ -324,7 +324,7 @@ def test_multicast_copies_only_in_the_sm90a_cluster_kernel(kernel_ptx: dict[str,
     warp-specialized kernel has mbarriers of its own, its producer / consumer ring, and bulk copies
     into its own CTA on the 16-byte path: no multicast; since v45 its only cluster barriers are the
     epilogue's 2-split combine rendezvous, sm_90a only, and since v75 not in the halves kernel, which
-    runs unsplit only.)"""
+    runs unsplit only; since v76 that kernel has one rendezvous of its own, before its CTAs' Q hand-off.)"""
     cluster_ops = ("multicast::cluster", "mbarrier.try_wait", "barrier.cluster")
     ws = {"sparse_mla_decode_ws_kernelILi8E", "sparse_mla_decode_ws_kernelILi16E", "sparse_mla_decode_ws_kernel_dimsILi16E"}
     for target, kernels in _shipped_and_no_wgmma(kernel_ptx).items():
@@ -334,8 +334,7 @@ def test_multicast_copies_only_in_the_sm90a_cluster_kernel(kernel_ptx: dict[str,
         for name in ws:
             body = kernels[name]
             assert "multicast" not in body, (target, name)
-            clustered = target == "sm_90a" and "_dims" not in name
-            assert ("barrier.cluster.wait.acquire;" in body) == clustered, (target, name)
+            assert ("barrier.cluster.wait.acquire;" in body) == (target == "sm_90a"), (target, name)
             assert ("mbarrier.try_wait" in body) == (target == "sm_90a"), (target, name)
     assert "cp.async.bulk.shared::cluster.global" in kernel_ptx["sm_90a"]["sparse_mla_decode_ws_kernelILi16E"]
     body = kernel_ptx["sm_90a"]["sparse_mla_decode_kernelILi1ELi64ELi16E+cluster"]
@@ -449,12 +448,15 @@ def test_cluster_combine_is_only_in_the_ws_epilogues(kernel_ptx: dict[str, dict[
     their rows over distributed shared memory. Against the A/B build without it
     (-DDSPARKCTL_WS_CLUSTER_COMBINE=0) only the WS kernels differ; each has two cluster rendezvous
     in the consumers' epilogue and two in the producer's (every thread of both CTAs takes part),
-    and its peer reads are ld.shared::cluster of mapa addresses. The halves kernel has none in either
-    build (v75: it runs unsplit only)."""
+    and its peer reads are ld.shared::cluster of mapa addresses. The halves kernel has no combine in
+    either build (v75: it runs unsplit only); shipped, it has v76's one rendezvous before its Q
+    hand-off and no peer reads (the hand-off is the peer's st.async), and the A/B build, whose
+    partial-lse region that hand-off's mbarrier needs, shares no Q."""
     for name, ship, var in _ws_kernels_of(kernel_ptx, "sm_90a_ws_no_cluster_combine"):
         assert "barrier.cluster" not in var and "mapa" not in var, name
-        if "_dims" in name:  # (its builds differ only in the dead partial-lse writes the flag also drops)
-            assert "barrier.cluster" not in ship and "mapa" not in ship, name
+        if "_dims" in name:
+            assert ship.count("barrier.cluster.arrive.release;") == ship.count("barrier.cluster.wait.acquire;") == 1, name
+            assert "ld.shared::cluster" not in ship and "st.async" in ship, name
             continue
         assert ship.count("barrier.cluster.arrive.release;") == 4, name
         assert ship.count("barrier.cluster.wait.acquire;") == 4, name
@@ -480,10 +482,10 @@ def test_combine_probe_drops_only_the_peer_loads_and_row_stores(kernel_ptx: dict
             assert probe[name] == body, name
     arrive = re.compile(r"barrier\.cluster\.arrive\.release;")
     for name in ws:
-        assert "ld.shared::cluster" not in probe[name] and "mapa" not in probe[name], name
         if "_dims" in name:  # v75: the halves kernel runs unsplit only, no combine to probe
-            assert probe[name] == marks[name] and "barrier.cluster" not in marks[name], name
+            assert probe[name] == marks[name] and "ld.shared::cluster" not in marks[name], name
             continue
+        assert "ld.shared::cluster" not in probe[name] and "mapa" not in probe[name], name
         spans = []
         for text in (marks[name], probe[name]):
             a = [m.start() for m in arrive.finditer(text)]
@@ -831,8 +833,8 @@ def test_ws_dh_ring3_moves_the_halves_kernels_q_and_its_ring(kernel_ptx: dict[st
     region becomes the third buffer of the tile ring: 4 more mbarriers, one Q-free hand-off (an
     arrive and a sync), warpgroup 1's copies of tile 2. The one-CTA WS kernels keep their code; only
     their shared-memory offsets move (the layout's third set of tile barriers), so every counted
-    operation stays."""
-    base, cand = kernel_ptx["sm_90a_no_ws_dh_ring3"], kernel_ptx["sm_90a"]
+    operation stays. (Against v75's build: v76's Q sharing needs the ring and moves Q's phase again.)"""
+    base, cand = kernel_ptx["sm_90a_no_ws_dh_ring3"], kernel_ptx["sm_90a_no_ws_dh_qshare"]
     moved = {n for n in base if base[n] != cand[n]}
     one_cta = {"sparse_mla_decode_ws_kernelILi16E", "sparse_mla_decode_ws_kernelILi8E"}
     assert moved == one_cta | {"sparse_mla_decode_ws_kernel_dimsILi16E"}, sorted(moved)
@@ -862,8 +864,10 @@ def test_ws_q_early_moves_q_loads_before_the_lengths_in_the_one_cta_ws_kernels(k
     """v69's -DDSPARKCTL_WS_Q_EARLY (1 by default): the one-CTA WS kernels' Q loads (16-byte
     non-coherent loads) come right after griddepcontrol.wait, before the row lengths' 4-byte loads;
     with 0 (v68) they come after. The halves kernel keeps v68's order unless 2 asks for it too, and
-    no kernel gains or loses a load, an MMA or a barrier: only the order moves."""
+    no kernel gains or loses a load, an MMA or a barrier: only the order moves. (2 keeps the halves
+    kernel's unshared Q phase: its counts compare with v75's build, before v76 shared Q.)"""
     v68, v69, all2 = kernel_ptx["sm_90a_no_ws_q_early"], kernel_ptx["sm_90a"], kernel_ptx["sm_90a_ws_q_early2"]
+    v75 = kernel_ptx["sm_90a_no_ws_dh_qshare"]
     one_cta = {"sparse_mla_decode_ws_kernelILi16E", "sparse_mla_decode_ws_kernelILi8E"}
     halves = "sparse_mla_decode_ws_kernel_dimsILi16E"
     assert {n for n in v68 if v68[n] != v69[n]} == one_cta
@@ -877,7 +881,8 @@ def test_ws_q_early_moves_q_loads_before_the_lengths_in_the_one_cta_ws_kernels(k
             assert _first(ptx, "griddepcontrol.wait") < min(q, lengths), n
     for n in one_cta | {halves}:
         for op in ("ld.global.nc.v4.u32", "ld.global.nc.s32", "wgmma.mma_async", "bar.sync", "bar.arrive", "mbarrier.try_wait"):
-            assert v68[n].count(op) == v69[n].count(op) == all2[n].count(op), (n, op)
+            assert v68[n].count(op) == v69[n].count(op), (n, op)
+            assert all2[n].count(op) == (v75 if n == halves else v69)[n].count(op), (n, op)
 
 
 def test_finish_rows_loop_rolls_only_the_32_head_large_kernels_row_finish(kernel_ptx: dict[str, dict[str, str]]) -> None:
