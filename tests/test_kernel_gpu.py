@@ -481,6 +481,30 @@ def test_halves_kernel_q_shift_path_in_one_half_of_the_heads() -> None:
         assert torch.equal(o1[0], out[r]) and torch.equal(l1[0], lse[r]), r
 
 
+@pytest.mark.parametrize("heads", [64, 40, 20])
+def test_two_split_ws_calls_with_q_shift_path_in_one_half_of_the_rows(heads: int) -> None:
+    """The one-CTA WS kernel's 2-split calls (a 2-CTA cluster: v45's combine; session 51's
+    -DDSPARKCTL_WS_PAIR_QSHARE=1 also shares Q there, each CTA converting 32 of the 64 rows, the shift
+    path decided per 32) with Q's shift path taken by one head of rows 0-31 only, and one token's head
+    in both halves, at head counts that leave the second 32 rows partly or wholly padding: against the
+    reference, and each row equal bitwise to the same row called alone."""
+    if not _fits_large(ops.CONFIG_LARGE_SMEM_WS):
+        pytest.skip("this GPU's shared memory does not fit the layout")
+    args = _inputs(Case(t=4, h=heads, topk=192, pbs=64, extra=(512, 64), sink=True, seed=5100 + heads))
+    args["q"][:, 7] = (args["q"][:, 7].float() * 2.0**-12).to(torch.bfloat16)
+    args["q"][2, heads - 1] = (args["q"][2, heads - 1].float() * 2.0**17).to(torch.bfloat16)
+    plan = ops.plan_info(4, heads, 192, 512, config=ops.CONFIG_LARGE_SMEM_WS, num_splits=2)
+    if not plan["warp_specialized"]:
+        pytest.skip("no warp-specialized kernel on this GPU (sm_90 only)")
+    assert plan["num_splits"] == 2 and plan["dims_split"] == 1, plan
+    out, lse = ops.sparse_mla_decode_cfg(config=ops.CONFIG_LARGE_SMEM_WS, num_splits=2, sm_scale=0.05, **args)
+    assert not torch.isnan(out).any()
+    _check(args, out, lse, scale=0.05)
+    for r in range(4):
+        o1, l1 = ops.sparse_mla_decode_cfg(config=ops.CONFIG_LARGE_SMEM_WS, num_splits=2, sm_scale=0.05, **_row(args, r))
+        assert torch.equal(o1[0], out[r]) and torch.equal(l1[0], lse[r]), (heads, r)
+
+
 @pytest.mark.parametrize(("config", "splits"), [(ops.CONFIG_LARGE_SMEM_WS, 5), (ops.CONFIG_LARGE_SMEM_WS, 2),
                                                 (ops.CONFIG_LARGE_SMEM_32, 6), (ops.CONFIG_SMALL_SMEM_16, 4)])
 def test_front_loaded_splits_of_short_main_rows(config: int, splits: int) -> None:
