@@ -348,18 +348,6 @@ static_assert(DSPARKCTL_WS_DH_UNSPLIT == 0 || DSPARKCTL_WS_DH_UNSPLIT == 1, "on 
 #endif
 static_assert(DSPARKCTL_WS_DH_QSHARE == 0 || DSPARKCTL_WS_DH_QSHARE == 1, "on or off");
 [[maybe_unused]] constexpr bool kWsDhQShare = DSPARKCTL_WS_DH_QSHARE == 1 && DSPARKCTL_WS_DH_UNSPLIT == 1;
-// Session 51 candidate (DSPARKCTL_WS_PAIR_QSHARE, 0 by default; built, not yet run on a GPU): v76's Q
-// sharing for the one-CTA WS kernel's 2-split calls, whose two CTAs already run as a 2-CTA cluster
-// (v45's cluster combine, along y): each loads (early, as v69) and converts 32 of the 64 Q rows and
-// st.asyncs them with their shifts to the peer. Its own instantiation (sparse_mla_decode_ws_kernel_pair,
-// 16-byte path), so no other call's kernel changes. The hand-off's mbarrier sits in the partial-lse
-// region, which the combine writes at the end: it is invalidated once the peer's bytes are in. Why: the
-// 2-split WS rows (DSpark +512 T = 50, decode T = 32-64 at 2 splits, 25-43 us) convert all 64 rows of Q
-// in both CTAs of a row block, as the halves kernel did before v76 (~2,300 cycles of its prologue).
-#ifndef DSPARKCTL_WS_PAIR_QSHARE
-#define DSPARKCTL_WS_PAIR_QSHARE 0
-#endif
-static_assert(DSPARKCTL_WS_PAIR_QSHARE == 0 || DSPARKCTL_WS_PAIR_QSHARE == 1, "on or off");
 // v67 (session 39; DSPARKCTL_WS_DH_DIRECT, on; =0 rebuilds v66; outputs bit for bit): an unsplit
 // call of v66's halves kernel writes its bf16 rows from warpgroup 1's accumulators straight to
 // global memory (a 4 x 4 transpose of 32-bit words within each quad makes every lane's store 8
@@ -2831,9 +2819,6 @@ static_assert(DSPARKCTL_WS_CLUSTER_COMBINE == 0 || DSPARKCTL_WS_CLUSTER_COMBINE 
 // lengths, unsplit only); the host launches the halves as that cluster in these builds only
 [[maybe_unused]] constexpr bool kWsDhQShareBuild = kWsDhQShare && kWsDhRing3 && kWsConsumerCopiesOn &&
                                                    kWsClusterCombine && DSPARKCTL_WS_Q_EARLY != 2 && !kPlanWsDimsPartials;
-// the session 51 candidate's builds: the 2-split calls' cluster exists (the cluster combine) and the
-// 16-byte path runs them
-[[maybe_unused]] constexpr bool kWsPairQShare = DSPARKCTL_WS_PAIR_QSHARE == 1 && kWsClusterCombine && kWsConsumerCopiesOn;
 // The WS calls whose splits combine in the kernel (the host launches them as clusters of
 // num_splits CTAs and no combine kernel). Only 2: session 28 ran the same combine for clusters of
 // 3-8 splits (bench/results/kernel_h200_v46_cluster_n/: bit-equal, +22 to +29 us on the bench's
@@ -2873,12 +2858,6 @@ __host__ __device__ __forceinline__ bool ws_cluster_combines(int num_splits) {
 #if DSPARKCTL_WGMMA
   asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];\n" ::"r"(remote), "r"(v), "r"(rbar)
                : "memory");
-#endif
-}
-// Ends an mbarrier's life before its bytes take other data (the PTX rule for reusing its memory).
-[[maybe_unused]] __device__ __forceinline__ void mbar_inval(uint64_t* bar) {
-#if DSPARKCTL_WGMMA
-  asm volatile("mbarrier.inval.shared::cta.b64 [%0];\n" ::"r"(smem_u32(bar)) : "memory");
 #endif
 }
 // mbar_wait with cluster-scope acquire: the phase's bytes came from the peer CTA (st_async_*).
@@ -3238,7 +3217,7 @@ __device__ __forceinline__ void ws_pv_dims_0_255(float (&on)[24][4], float (&orp
 // The WS kernel's body; DH (v66, sparse_mla_ws_dims_split): this CTA computes O's dims
 // [256 half, 256 half + 256) only, half = blockIdx.z. A kernel of its own (below), so the one-CTA
 // form's code is v65's.
-template <int VEC, bool DH, bool PAIR = false>
+template <int VEC, bool DH>
 __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num_splits, int head_blocks) {
 #if DSPARKCTL_WGMMA
   using W = WsCfg;
@@ -3283,7 +3262,6 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   // the cluster combine) are compiled out and the split constants folded
   constexpr bool kDhUnsplit = DH && kWsDhUnsplit && !kPlanWsDimsPartials;
   if (kDhUnsplit) num_splits = 1;
-  if (PAIR) num_splits = 2;  // (the pair kernel runs the 2-split calls only)
   const int split = kDhUnsplit ? 0 : int(blockIdx.y);
   const int half = DH ? int(blockIdx.z) : 0;  // DH: this CTA's half of O's dims
   // (kNoClusterCombine, DSPARKCTL_WS_DIMS_PARTIALS: the halves kernel never runs the 2-split
@@ -3291,12 +3269,9 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   constexpr bool kNoClusterCombine = DH && (kPlanWsDimsPartials || kDhUnsplit);
   // DSPARKCTL_WS_DH_QSHARE (v76): the row block's two halves share Q (a 2-CTA
   // cluster along z, rank = half); the hand-off's mbarrier sits in the partial-lse region, which the
-  // unsplit halves kernel never uses (kWsDhQShareBuild: which builds). PAIR (DSPARKCTL_WS_PAIR_QSHARE):
-  // the one-CTA kernel's 2 splits share Q the same way (rank = split), the mbarrier invalidated before
-  // the combine's partial lse takes the region
-  static_assert(!PAIR || (!DH && VEC == 16 && kWsPairQShare), "the pair kernel: one-CTA, 16-byte path, 2 splits");
-  constexpr bool kQShare = (DH && VEC == 16 && kWsDhQShareBuild) || PAIR;
-  static_assert(!(kQShare && DH) || R == 3, "the halves' shared Q phase is the 3-buffer ring's");
+  // unsplit halves kernel never uses (kWsDhQShareBuild: which builds)
+  constexpr bool kQShare = DH && VEC == 16 && kWsDhQShareBuild;
+  static_assert(!kQShare || R == 3, "the shared Q phase is the 3-buffer ring's");
   [[maybe_unused]] uint64_t* qbar = reinterpret_cast<uint64_t*>(smem + W::OFF_LSE2);
   constexpr uint32_t kQShareBytes = 32 * kD * 2 + 32 * 4;  // the peer's 32 rows of Q and their shifts
   if (tid == 0) {
@@ -3343,10 +3318,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   using QR = QRows<M>;
   uint4 qv[QR::QN];
   constexpr bool kQEarly = DSPARKCTL_WS_Q_EARLY == 2 || (DSPARKCTL_WS_Q_EARLY == 1 && !DH);
-  [[maybe_unused]] uint4 qe[PAIR ? QRows<32>::QN : 1];  // (PAIR: this CTA's 32 rows, early)
-  if constexpr (kQEarly && PAIR) {
-    if (warp < 8) typename QRows<32>::Src(p, t, h0 + 32 * split, tid).load(qe);
-  } else if constexpr (kQEarly) {
+  if constexpr (kQEarly) {
     if (warp < 8) typename QR::Src(p, t, h0, tid).load(qv);
   }
   const ValidTiles<BN> vt(p, t, ntf_m, sb, se, ntf, split, num_splits);
@@ -3685,16 +3657,10 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
   if constexpr (kQShare) {
     // this CTA's 32 rows (32 half ..) to its own Q region and the peer's, their slow-path shifts to
     // both CTAs' sQsh; warpgroup 0 waits on qbar for the peer's before it reads Q
-    static_assert(!kQEarly || PAIR, "the halves kernel loads Q after the lengths");
-    const int qrank = DH ? half : split;  // this CTA's rank in the 2-CTA cluster
+    static_assert(!kQEarly, "the halves kernel loads Q after the lengths");
     using QH = QRows<32>;
     uint4 qh[QH::QN];
-    if constexpr (kQEarly) {
-#pragma unroll
-      for (int i = 0; i < QH::QN; ++i) qh[i] = qe[i];
-    } else {
-      typename QH::Src(p, t, h0 + 32 * qrank, tid).load(qh);
-    }
+    typename QH::Src(p, t, h0 + 32 * half, tid).load(qh);
     DSPARKCTL_WS_PRO(tid == 0, 0)
     const bool q_nope_col = (tid % (kD / 8)) < kDN / 8;
     // (the slow path is decided per 32 rows here, per 64 in the default build: with odd rows in one
@@ -3703,7 +3669,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
     const bool q_slow = nbar_or(kWsConsumers, kCT, QH::odd(qh, q_nope_col) != 0);
     DSPARKCTL_WS_TL_ABS(25);
     DSPARKCTL_WS_PRO(tid == 0, 1)
-    const int rb = 32 * qrank;
+    const int rb = 32 * half;
     if (q_slow) {
 #pragma unroll
       for (int i = 0; i < QH::QN; ++i) {
@@ -3712,7 +3678,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       }
       nbar_sync(kWsConsumers, kCT);
     }
-    const uint32_t peer = uint32_t(qrank ^ 1);
+    const uint32_t peer = uint32_t(half ^ 1);
     const uint32_t rbar = peer_smem(reinterpret_cast<const float*>(qbar), peer);
     int* sQsh = reinterpret_cast<int*>(sFact);  // the rows' Q shifts, until the rows' output factors
     if (tid < 32) {
@@ -3867,11 +3833,6 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
     setmaxnreg_inc<W::REGS_S>();
     if constexpr (kQShare) {
       mbar_wait_cluster(qbar, 0u);  // the peer's rows of Q and their shifts are here
-      if constexpr (PAIR) {
-        // the combine's partial lse takes the barrier's bytes (rows 0-1, warp 0's lanes 0 and 4)
-        if (tid == 0) mbar_inval(qbar);
-        __syncwarp();
-      }
 #pragma unroll
       for (int i = 0; i < 2; ++i) q_shift[i] = reinterpret_cast<const int*>(sFact)[wl * 16 + (lane >> 2) + 8 * i];
     }
@@ -4052,7 +4013,7 @@ __device__ __forceinline__ void ws_kernel_body(const SparseMlaParams& p, int num
       const int row = wl * 16 + (lane >> 2) + 8 * i;
       const float f = finish_row(p, t, h0 + row, split, num_splits, m_run[i], l_run[i], (lane & 3) == 0 && half == 0);
       if ((lane & 3) == 0) sFact[row] = f;
-      if constexpr (kWsClusterCombine && !(kQShare && DH)) {  // (QSHARE: the region holds the Q hand-off's mbarrier)
+      if constexpr (kWsClusterCombine && !kQShare) {  // (QSHARE: the region holds the Q hand-off's mbarrier)
         if ((lane & 3) == 0) reinterpret_cast<float*>(smem + W::OFF_LSE2)[row] = row_lse2(m_run[i], l_run[i]);
       }
     }
@@ -4218,13 +4179,6 @@ template <int VEC>
 __global__ void __launch_bounds__(kWsThreads, 1)
     sparse_mla_decode_ws_kernel(const SparseMlaParams p, int num_splits, int head_blocks) {
   ws_kernel_body<VEC, false>(p, num_splits, head_blocks);
-}
-
-// Session 51 candidate (DSPARKCTL_WS_PAIR_QSHARE): the 2-split calls, whose two CTAs share Q.
-template <int VEC>
-__global__ void __launch_bounds__(kWsThreads, 1)
-    sparse_mla_decode_ws_kernel_pair(const SparseMlaParams p, int num_splits, int head_blocks) {
-  ws_kernel_body<VEC, false, true>(p, num_splits, head_blocks);
 }
 
 // v66: two CTAs per (token, head block), one per half of O's dims (grid.z).
@@ -4514,11 +4468,10 @@ constexpr bool kWarpSpecialized = true;
 #endif
 
 // v31: the 64 x 64 tiles by the warp-specialized kernel (sm_90 devices, sm_90a code).
-template <int VEC, bool DH = false, bool PAIR = false>
+template <int VEC, bool DH = false>
 cudaError_t prepared_ws_kernel(void (**out)(const SparseMlaParams, int, int)) {
   void (*kernel)(const SparseMlaParams, int, int) = sparse_mla_decode_ws_kernel<VEC>;
   if constexpr (DH) kernel = sparse_mla_decode_ws_kernel_dims<VEC>;
-  if constexpr (PAIR) kernel = sparse_mla_decode_ws_kernel_pair<VEC>;
   static bool attr_set[kMaxDevices] = {};
   int device = 0;
   cudaError_t e = cudaGetDevice(&device);
@@ -4564,11 +4517,7 @@ cudaError_t launch_main(const SparseMlaParams& p, const SparseMlaPlan& plan, int
       e = cudaGetDevice(&device);
       if (e != cudaSuccess) return e;
       if (!kWarpSpecialized || device_info(device).major != 9) return cudaErrorInvalidValue;
-      if constexpr (kWsPairQShare && VEC == 16) {  // (session 51 candidate: the 2-split calls' own kernel)
-        if (dims_split == 2) e = prepared_ws_kernel<VEC, true>(&kernel);
-        else if (ws_cluster_combines(plan.num_splits)) e = prepared_ws_kernel<VEC, false, true>(&kernel);
-        else e = prepared_ws_kernel<VEC>(&kernel);
-      } else if constexpr (kPlanWsDimsSplit && VEC == 16) {
+      if constexpr (kPlanWsDimsSplit && VEC == 16) {
         e = dims_split == 2 ? prepared_ws_kernel<VEC, true>(&kernel) : prepared_ws_kernel<VEC>(&kernel);
       } else {
         e = prepared_ws_kernel<VEC>(&kernel);

@@ -188,8 +188,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     v71's (-DDSPARKCTL_WS_DH_COPY1=0, sm_90a) and v72's (-DDSPARKCTL_SINK_EARLY=0, sm_90a) and v73's
     (-DDSPARKCTL_SPLIT_FRONT=0, sm_90a) and v74's (-DDSPARKCTL_T_EARLY_STORE=0, sm_90a) and v75's
     (-DDSPARKCTL_WS_DH_UNSPLIT=0, sm_90a; v67's variant is built on it, so its pin is v67's change) and
-    v76's (-DDSPARKCTL_WS_DH_QSHARE=0, sm_90a; v75's pin compares against it) and session 51's
-    candidate (-DDSPARKCTL_WS_PAIR_QSHARE=1, sm_90a),
+    v76's (-DDSPARKCTL_WS_DH_QSHARE=0, sm_90a; v75's pin compares against it),
     and session 40's per-tile timeline points
     (-DDSPARKCTL_TIMELINE -DDSPARKCTL_TL_EVENTS, sm_90a), as
     {target: {kernel name: its .entry body}}. PTX only (no ptxas): a few seconds per target."""
@@ -245,7 +244,6 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         "sm_90a_no_t_early_store": ["-arch=sm_90a", "-DDSPARKCTL_T_EARLY_STORE=0"],
         "sm_90a_ws_dh_split_paths": ["-arch=sm_90a", "-DDSPARKCTL_WS_DH_UNSPLIT=0"],
         "sm_90a_no_ws_dh_qshare": ["-arch=sm_90a", "-DDSPARKCTL_WS_DH_QSHARE=0"],
-        "sm_90a_ws_pair_qshare": ["-arch=sm_90a", "-DDSPARKCTL_WS_PAIR_QSHARE=1"],
     }
     procs = {
         k: subprocess.Popen([nvcc, "-ptx", "-std=c++17", "-O3", *f, str(src), "-o", str(tmp_path / f"{k}.ptx")],
@@ -259,7 +257,7 @@ def kernel_ptx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
         text = (tmp_path / f"{k}.ptx").read_text()
         res[k] = {}
         for part in re.split(r"^(?:\.visible )?\.entry ", text, flags=re.M)[1:]:
-            m = re.match(r"\S*?(sparse_mla_(?:decode|combine)_kernelILi\d+ELi\d+(?:ELi\d+)?E|sparse_mla_decode_ws_kernel(?:_dims|_pair)?ILi\d+E"
+            m = re.match(r"\S*?(sparse_mla_(?:decode|combine)_kernelILi\d+ELi\d+(?:ELi\d+)?E|sparse_mla_decode_ws_kernel(?:_dims)?ILi\d+E"
                          r"|sparse_mla_combine_warp_kernelILi\d+E)(Lb1E)?", part)
             assert m, part[:200]
             res[k][m[1] + ("+cluster" if m[2] else "")] = part  # v27's clustered instantiation
@@ -1015,37 +1013,6 @@ def test_ws_dh_qshare_shares_q_across_the_halves_cluster(kernel_ptx: dict[str, d
     assert b.index("mbarrier.init") < b.index("barrier.cluster.arrive") < b.index("st.async")
     assert b.count("ld.global.nc.v4") == a.count("ld.global.nc.v4") - 8
     assert "%cluster_nctarank" in b and "%cluster_nctarank" not in a  # a launch without the cluster traps
-
-
-def test_ws_pair_qshare_candidate_adds_one_kernel_for_the_2_split_calls(kernel_ptx: dict[str, dict[str, str]]) -> None:
-    """Session 51's candidate (-DDSPARKCTL_WS_PAIR_QSHARE=1, off; not yet run on a GPU): v76's Q
-    sharing for the one-CTA WS kernel's 2-split calls, as a kernel of their own, so every kernel of the
-    shipped build stays as it is (labels aside: the new kernel shifts their numbering). The pair
-    kernel is the one-CTA kernel's body with the same MMAs and conversions, half of Q's global loads
-    (8 of 16 a thread, still issued before the lengths' loads, as v69), the 8 + 1 st.async stores to
-    the peer counted on its mbarrier, one cluster-scope wait, one more cluster rendezvous (after the
-    barriers' init, before any store) than the cluster combine's four, a trap without the 2-CTA
-    cluster, and the mbarrier invalidated after the wait (the combine's partial lse reuses its bytes)."""
-    def norm(body: str) -> str:
-        return re.sub(r"\$L__BB\d+_", "$L__BB_", body)
-
-    base, cand = kernel_ptx["sm_90a"], kernel_ptx["sm_90a_ws_pair_qshare"]
-    pair, one = "sparse_mla_decode_ws_kernel_pairILi16E", "sparse_mla_decode_ws_kernelILi16E"
-    assert set(cand) == set(base) | {pair} and pair not in base
-    assert all(norm(base[n]) == norm(cand[n]) for n in base)
-    a, b = base[one], cand[pair]
-    for op in ("wgmma.mma_async", "cvt.rn.f16x2.e4m3x2", "ld.global.nc.s32"):
-        assert a.count(op) == b.count(op) > 0, op
-    assert b.count("ld.global.nc.v4") == a.count("ld.global.nc.v4") // 2 == 8
-    assert b.index("ld.global.nc.v4.u32") < b.index("ld.global.nc.s32")  # Q early, as v69
-    assert "st.async" not in a
-    assert b.count("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32") == 8
-    assert b.count("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 ") == 1
-    assert b.count("mbarrier.try_wait.parity.acquire.cluster") == 1 and b.count("mbarrier.inval") == 1
-    assert b.index("mbarrier.try_wait.parity.acquire.cluster") < b.index("mbarrier.inval")
-    assert a.count("barrier.cluster.arrive.release;") == 4 and b.count("barrier.cluster.arrive.release;") == 5
-    assert b.index("mbarrier.init") < b.index("barrier.cluster.arrive") < b.index("st.async")
-    assert "%cluster_nctarank" in b and "%cluster_nctarank" not in a
 
 
 def test_tl_events_build_adds_points_to_the_ws_kernels_only(kernel_ptx: dict[str, dict[str, str]]) -> None:
