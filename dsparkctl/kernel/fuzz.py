@@ -1,0 +1,363 @@
+"""Randomized differential checks of the bundled kernel: any shape, any layout, bad data.
+
+The GPU tests walk fixed grids (every value of every axis, the DSpark shapes, named corner
+cases). A grid only finds the bugs its author thought of; this module draws whole calls at
+random instead, from distributions that lean on the places kernels break: odd page sizes and
+padded, 8- but not 16-byte aligned page strides, cache views that start mid-buffer, strided
+q / index / length tensors, topk 1 and topk not a multiple of any tile, heads that pad,
+forced layouts and split counts (more splits than tiles included), lengths < 0 and > topk,
+indices -1 / past the cache / INT_MIN / INT_MAX / duplicated, Q rows far outside fp16's range
+(the kernel's Q shift path), NaN in every unreferenced KV byte and, now and then, NaN in a
+referenced row. Each call is checked against the fp64 reference under FlashMLA's tolerance and
+run twice: the two results must be bitwise equal (a race shows up as a difference).
+
+``draw_case`` is pure (no torch): a seed gives the same case on every machine, so a failure in
+a campaign's log is reproduced by its seed alone (``bench/kernel_fuzz.py --seed N --cases 1``).
+``run_case`` builds the tensors and runs the op; it needs torch, a GPU and the kernel library.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from dsparkctl.kernel import layout
+
+if TYPE_CHECKING:
+    import torch
+
+# ops' constants, repeated here so that drawing cases needs no torch import (ops imports torch
+# lazily too, but keeping this module free of it makes the CPU tests of the generator trivial);
+# tests/test_kernel_fuzz.py pins them against ops.
+CONFIGS = (0, 1, 2, 3, 4, 5, 6, 7)
+MAX_SPLITS = 64
+MAX_HEADS = 128
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+MAIN_PAGE_SIZES = (1, 2, 3, 5, 16, 32, 64, 64, 128, 256, 256, 512)
+EXTRA_PAGE_SIZES = (1, 2, 2, 3, 16, 64, 64, 256)
+# fp64 reference cost and memory: gathered rows (T x candidates) and score work (x heads)
+MAX_ROWS = 300_000
+MAX_SCORES = 40_000_000
+# the kernel holds a tile's nope values as fp16 relative to the tile's largest scale: exact down
+# to 2^-14 of it (kernels/NOTES.md, v12), so group scales spread over at most +-6 octaves (12 in
+# all between two groups) stay inside the kernel's exact range, as real caches do
+MAX_KV_SPREAD = 6
+
+
+@dataclass(frozen=True)
+class FuzzCase:
+    """One randomly drawn call; every field is plain data (JSON-ready)."""
+
+    seed: int
+    t: int
+    h: int
+    topk: int
+    pbs: int
+    pad: int  # page stride padding, bytes (a multiple of 8; SGLang's own is drawn too)
+    n_tok: int  # slots holding data; every slot past them is NaN bytes
+    offset_pages: int  # the cache view starts this many pages into its buffer
+    extra_topk: int  # 0: no extra cache
+    extra_pbs: int
+    extra_pad: int
+    extra_n_tok: int
+    lengths: str  # "none", "random" or "wild" (negative, past topk, INT_MIN / INT_MAX)
+    extra_lengths: str
+    bad_index_rate: float
+    duplicates: bool
+    sink: bool
+    sm_scale: float | None
+    lse_base2: bool
+    q_layout: str  # "contiguous", "head_padded" or "token_strided"
+    idx_layout: str  # "contiguous", "row_padded" or "3d"
+    lengths_strided: bool
+    cache_fp8: bool  # pass the cache as float8_e4m3fn instead of uint8
+    q_wild_rows: bool  # some rows scaled by 2^-20 or 2^17: the kernel's Q shift path
+    kv_spread: int  # per-group scale exponents in [-kv_spread, kv_spread]
+    nan_row: bool  # one referenced KV row of one token is NaN
+    config: int
+    num_splits: int
+
+    @property
+    def name(self) -> str:
+        x = f"x{self.extra_topk}@{self.extra_pbs}" if self.extra_topk else "x0"
+        return (
+            f"seed{self.seed}-T{self.t}-H{self.h}-k{self.topk}-p{self.pbs}+{self.pad}-{x}"
+            f"-cfg{self.config}s{self.num_splits}"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _log_uniform(rng: random.Random, lo: int, hi: int) -> int:
+    return round(math.exp(rng.uniform(math.log(lo), math.log(hi))))
+
+
+def _pad(rng: random.Random, pbs: int) -> int:
+    r = rng.random()
+    if r < 0.4:  # SGLang's padding: the page rounded up to a multiple of 576 bytes
+        return layout.sglang_page_bytes(pbs) - layout.logical_page_bytes(pbs)
+    if r < 0.7:
+        return 0
+    return 8 * rng.randint(1, 40)  # odd multiples of 8 leave the stride 8- but not 16-aligned
+
+
+def _tokens(rng: random.Random) -> int:
+    r = rng.random()
+    if r < 0.35:
+        return rng.randint(1, 8)
+    if r < 0.8:
+        return rng.randint(9, 64)
+    return rng.randint(65, 400)
+
+
+def _heads(rng: random.Random) -> int:
+    if rng.random() < 0.5:
+        return rng.choice((1, 8, 16, 24, 32, 64, 64, 128))
+    return rng.randint(1, MAX_HEADS)
+
+
+def _shrink(t: int, h: int, topk: int, extra: int) -> tuple[int, int]:
+    """T and H cut down until the fp64 reference stays within its budget."""
+    cands = topk + extra
+    while t > 1 and (t * cands > MAX_ROWS or t * h * cands > MAX_SCORES):
+        t = max(1, t // 2)
+    while h > 1 and t * h * cands > MAX_SCORES:
+        h = max(1, h // 2)
+    return t, h
+
+
+def draw_case(seed: int) -> FuzzCase:
+    """The case a seed stands for (same on every machine and Python version: random.Random)."""
+    rng = random.Random(seed)
+    t = _tokens(rng)
+    h = _heads(rng)
+    topk = 1 if rng.random() < 0.05 else _log_uniform(rng, 1, 2600)
+    extra_topk = 0 if rng.random() < 0.45 else (1 if rng.random() < 0.05 else _log_uniform(rng, 1, 1200))
+    t, h = _shrink(t, h, topk, extra_topk)
+    pbs = rng.choice(MAIN_PAGE_SIZES)
+    extra_pbs = rng.choice(EXTRA_PAGE_SIZES)
+    r = rng.random()
+    config = 0 if r < 0.4 else rng.choice(CONFIGS[1:])
+    if rng.random() < 0.6:
+        num_splits = 0
+    elif rng.random() < 0.2:
+        num_splits = MAX_SPLITS
+    else:
+        num_splits = rng.randint(1, 24)
+    return FuzzCase(
+        seed=seed,
+        t=t,
+        h=h,
+        topk=topk,
+        pbs=pbs,
+        pad=_pad(rng, pbs),
+        n_tok=rng.randint(max(1, topk // 4), 2 * topk + 64),
+        offset_pages=rng.choice((0, 0, 0, 1, 3)),
+        extra_topk=extra_topk,
+        extra_pbs=extra_pbs,
+        extra_pad=_pad(rng, extra_pbs),
+        extra_n_tok=rng.randint(max(1, extra_topk // 4), 2 * extra_topk + 64) if extra_topk else 0,
+        lengths=rng.choice(("none", "random", "random", "wild")),
+        extra_lengths=rng.choice(("none", "random", "wild")) if extra_topk else "none",
+        bad_index_rate=rng.choice((0.0, 0.0, 0.02, 0.1, 0.5, 0.95)),
+        duplicates=rng.random() < 0.3,
+        sink=rng.random() < 0.5,
+        sm_scale=None if rng.random() < 0.6 else rng.uniform(0.005, 0.2),
+        lse_base2=rng.random() < 0.2,
+        q_layout=rng.choice(("contiguous", "contiguous", "head_padded", "token_strided")),
+        idx_layout=rng.choice(("contiguous", "contiguous", "row_padded", "3d")),
+        lengths_strided=rng.random() < 0.2,
+        cache_fp8=rng.random() < 0.15,
+        q_wild_rows=rng.random() < 0.15,
+        kv_spread=rng.choice((0, 1, 1, 2, 3, MAX_KV_SPREAD)),
+        nan_row=rng.random() < 0.05,
+        config=config,
+        num_splits=num_splits,
+    )
+
+
+# ---------------------------------------------------------------- tensors (torch, GPU)
+
+
+def _cache(
+    n_tok: int, pbs: int, pad: int, offset_pages: int, spread: int, fp8: bool, gen: torch.Generator, dev: str
+) -> torch.Tensor:
+    """A MODEL1 cache view holding n_tok slots of data, NaN bytes in every other slot, and
+    ``offset_pages`` NaN pages before the view's first page (the view starts mid-buffer)."""
+    import torch
+
+    kv = torch.randn(n_tok, layout.HEAD_DIM, generator=gen, device=dev)
+    if spread:
+        e = torch.randint(-spread, spread + 1, (n_tok, layout.NUM_SCALES), generator=gen, device=dev)
+        kv[:, : layout.NOPE_DIM] *= torch.exp2(e.float()).repeat_interleave(layout.QUANT_GROUP, 1)
+    full = layout.quantize_kv(
+        torch.cat([torch.zeros(offset_pages * pbs, layout.HEAD_DIM, device=dev), kv]), pbs, page_stride_pad=pad
+    )
+    cache = full[offset_pages:]
+    if offset_pages:
+        before = full[:offset_pages]
+        layout.fill_unused_slots(before, 0)
+    layout.fill_unused_slots(cache, n_tok)
+    if fp8:
+        cache = cache.view(torch.float8_e4m3fn)
+    return cache
+
+
+def _indices(
+    t: int, k: int, n_tok: int, n_slots: int, rate: float, dup: bool, gen: torch.Generator, dev: str
+) -> torch.Tensor:
+    import torch
+
+    idx = torch.randint(0, n_tok, (t, k), generator=gen, device=dev, dtype=torch.int32)
+    if rate:
+        bad = torch.rand(t, k, generator=gen, device=dev) < rate
+        kinds = torch.tensor([-1, -1000, n_slots, n_slots + 5, INT32_MAX, INT32_MIN, n_tok], device=dev, dtype=torch.int32)
+        pick = kinds[torch.randint(0, kinds.numel(), (t, k), generator=gen, device=dev)]
+        # n_tok is a slot past the data (NaN bytes) but inside the cache when the last page has
+        # room: valid by the contract, so such rows only count where n_tok == n_slots
+        pick = torch.where(pick == n_tok, torch.full_like(pick, -1) if n_tok < n_slots else pick, pick)
+        idx = torch.where(bad, pick, idx)
+    if dup and k >= 2:
+        src = torch.randint(0, k, (k // 2 + 1,), generator=gen, device=dev)
+        dst = torch.randint(0, k, (k // 2 + 1,), generator=gen, device=dev)
+        idx[:, dst] = idx[:, src]
+    return idx
+
+
+def _lengths(kind: str, t: int, k: int, strided: bool, gen: torch.Generator, dev: str) -> torch.Tensor | None:
+    import torch
+
+    if kind == "none":
+        return None
+    if kind == "random":
+        ln = torch.randint(0, k + 1, (t,), generator=gen, device=dev, dtype=torch.int32)
+    else:
+        ln = torch.randint(-5, k + 6, (t,), generator=gen, device=dev, dtype=torch.int32)
+        special = torch.tensor([INT32_MIN, INT32_MAX, -1, 0, k + 1], device=dev, dtype=torch.int32)
+        pos = torch.randint(0, t, (min(t, special.numel()),), generator=gen, device=dev)
+        ln[pos] = special[: pos.numel()]
+    if strided:
+        wide = torch.zeros(2 * t, device=dev, dtype=torch.int32)
+        wide[::2] = ln
+        ln = wide[::2]
+    return ln
+
+
+def _layout_index(idx: torch.Tensor, how: str) -> torch.Tensor:
+    import torch
+
+    t, k = idx.shape
+    if how == "row_padded":
+        wide = torch.full((t, k + 5), -7, device=idx.device, dtype=idx.dtype)
+        wide[:, :k] = idx
+        return wide[:, :k]
+    if how == "3d":
+        return idx.view(t, 1, k)
+    return idx
+
+
+def build_inputs(case: FuzzCase, dev: str = "cuda") -> dict[str, Any]:
+    """The call's arguments (keyword names of ``ops.sparse_mla_decode``), deterministic per seed
+    and device (the CPU tests build them on the CPU to check that every drawn call is valid)."""
+    import torch
+
+    gen = torch.Generator(device=dev).manual_seed(case.seed)
+    c = case
+    cache = _cache(c.n_tok, c.pbs, c.pad, c.offset_pages, c.kv_spread, c.cache_fp8, gen, dev)
+    q = torch.randn(c.t, c.h, layout.HEAD_DIM, generator=gen, device=dev)
+    if c.q_wild_rows:
+        f = torch.exp2(torch.tensor([0.0, -20.0, 17.0], device=dev))[
+            torch.randint(0, 3, (c.t, c.h, 1), generator=gen, device=dev)
+        ]
+        q = q * f
+    q = q.to(torch.bfloat16)
+    if c.q_layout == "head_padded":
+        wide = torch.zeros(c.t, c.h + 3, layout.HEAD_DIM, device=dev, dtype=torch.bfloat16)
+        wide[:, : c.h] = q
+        q = wide[:, : c.h]
+    elif c.q_layout == "token_strided":
+        wide = torch.zeros(2 * c.t, c.h, layout.HEAD_DIM, device=dev, dtype=torch.bfloat16)
+        wide[::2] = q
+        q = wide[::2]
+    idx = _indices(c.t, c.topk, c.n_tok, layout.num_slots(cache), c.bad_index_rate, c.duplicates, gen, dev)
+    if c.nan_row:
+        # one token references a NaN slot (kept valid: inside the cache, inside its length)
+        nan_slot = min(c.n_tok, layout.num_slots(cache) - 1)
+        if nan_slot >= c.n_tok:
+            idx[0, 0] = nan_slot
+    args: dict[str, Any] = {
+        "q": q,
+        "kv_cache": cache,
+        "indices": _layout_index(idx, c.idx_layout),
+        "topk_length": _lengths(c.lengths, c.t, c.topk, c.lengths_strided, gen, dev),
+        "attn_sink": torch.randn(c.h, generator=gen, device=dev) * 3 if c.sink else None,
+    }
+    if c.extra_topk:
+        ecache = _cache(c.extra_n_tok, c.extra_pbs, c.extra_pad, 0, c.kv_spread, False, gen, dev)
+        eidx = _indices(c.t, c.extra_topk, c.extra_n_tok, layout.num_slots(ecache), c.bad_index_rate, c.duplicates, gen, dev)
+        args["extra_kv_cache"] = ecache
+        args["extra_indices"] = _layout_index(eidx, c.idx_layout)
+        args["extra_topk_length"] = _lengths(c.extra_lengths, c.t, c.extra_topk, c.lengths_strided, gen, dev)
+    return args
+
+
+LARGE_CONFIGS = (1, 4, 5, 6, 7)  # large shared-memory layouts: absent on SM120 / SM121 (99 KB)
+
+
+def run_case(case: FuzzCase) -> dict[str, Any]:
+    """Run one case twice and against the fp64 reference.
+
+    Returns a JSON-ready record: ``ok`` (FlashMLA's tolerance met, the same inf/NaN positions,
+    both runs bitwise equal), ``why`` (what failed), the worst error as a fraction of the
+    tolerance (``ratio``; > 1 fails) and the plan the library ran. A forced large-smem layout on a
+    GPU without the shared memory for it is ``skipped`` (the op refuses it; not a failure).
+    """
+    import torch
+
+    from dsparkctl.kernel import ops, reference
+    from dsparkctl.kernel_smoke import compare_outputs
+
+    t0 = time.perf_counter()
+    args = build_inputs(case)
+    kw = dict(args, sm_scale=case.sm_scale, lse_base2_sink=case.lse_base2)
+    try:
+        plan = ops.plan_info(case.t, case.h, case.topk, case.extra_topk, config=case.config, num_splits=case.num_splits)
+        out1, lse1 = ops.sparse_mla_decode_cfg(config=case.config, num_splits=case.num_splits, **kw)
+    except RuntimeError as e:
+        if case.config in LARGE_CONFIGS and "plan failed" in str(e):
+            return {"case": case.name, "seed": case.seed, "ok": True, "skipped": str(e).splitlines()[0]}
+        raise
+    out2, lse2 = ops.sparse_mla_decode_cfg(config=case.config, num_splits=case.num_splits, **kw)
+    torch.cuda.synchronize()
+    ref_out, ref_lse = reference.sparse_mla_decode_ref(
+        args["q"], args["kv_cache"], args["indices"],
+        topk_length=args.get("topk_length"), attn_sink=args.get("attn_sink"),
+        extra_kv_cache=args.get("extra_kv_cache"), extra_indices=args.get("extra_indices"),
+        extra_topk_length=args.get("extra_topk_length"), sm_scale=case.sm_scale,
+        lse_base2_sink=case.lse_base2, compute_dtype=torch.float64, out_dtype=torch.float64,
+    )  # fmt: skip
+    cmp = compare_outputs(out1, lse1, ref_out, ref_lse)
+    same = bool(
+        torch.equal(out1.view(torch.int16), out2.view(torch.int16)) and torch.equal(lse1.view(torch.int32), lse2.view(torch.int32))
+    )
+    why = [w for w, bad in (("tolerance", not cmp.ok), ("nondeterministic", not same)) if bad]
+    return {
+        "case": case.name,
+        "seed": case.seed,
+        "ok": not why,
+        "why": why,
+        "ratio": cmp.ratio if math.isfinite(cmp.ratio) else str(cmp.ratio),
+        "out_ratio": cmp.out_ratio,
+        "lse_ratio": cmp.lse_ratio,
+        "detail": cmp.detail,
+        "bad_rows": list(cmp.bad_rows[:8]),
+        "empty_rows": None if case.lse_base2 else int(torch.isposinf(ref_lse).sum()),
+        "nan_rows": int(torch.isnan(ref_lse).sum()),
+        "plan": plan,
+        "seconds": round(time.perf_counter() - t0, 4),
+    }

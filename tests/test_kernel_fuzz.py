@@ -1,0 +1,155 @@
+"""The kernel's randomized differential cases (``dsparkctl.kernel.fuzz``).
+
+CPU: the generator is deterministic, reaches every axis value it claims to, stays inside the
+reference's budget, and every call it draws is one the op accepts (built on the CPU, the only
+complaint ``ops.validate`` may have is the device). GPU (marked): a fixed sample of seeds runs
+against the fp64 reference, twice each (bitwise equal). Long campaigns: ``bench/kernel_fuzz.py``.
+"""
+
+from __future__ import annotations
+
+import collections
+
+import pytest
+
+from dsparkctl.kernel import fuzz, layout
+
+N_DRAWS = 3000
+GPU_SEEDS = range(1_000_000, 1_000_200)
+
+
+@pytest.fixture(scope="module")
+def draws() -> list[fuzz.FuzzCase]:
+    return [fuzz.draw_case(s) for s in range(N_DRAWS)]
+
+
+def test_constants_match_the_op() -> None:
+    ops = pytest.importorskip("dsparkctl.kernel.ops")
+    assert fuzz.CONFIGS == ops.CONFIGS
+    assert fuzz.MAX_SPLITS == ops.MAX_SPLITS
+    assert fuzz.MAX_HEADS == ops.MAX_HEADS
+    assert set(fuzz.LARGE_CONFIGS) == {
+        ops.CONFIG_LARGE_SMEM, ops.CONFIG_LARGE_SMEM_16, ops.CONFIG_LARGE_SMEM_32, ops.CONFIG_LARGE_SMEM_WS,
+        ops.CONFIG_LARGE_SMEM_WS_DIMS,
+    }  # fmt: skip
+
+
+def test_a_seed_is_one_case() -> None:
+    assert fuzz.draw_case(17) == fuzz.draw_case(17)
+    assert len({fuzz.draw_case(s) for s in range(50)}) == 50
+    assert fuzz.draw_case(17).seed == 17
+
+
+def test_draws_reach_every_axis_value(draws: list[fuzz.FuzzCase]) -> None:
+    def seen(field: str) -> set:
+        return {getattr(c, field) for c in draws}
+
+    assert set(fuzz.CONFIGS) <= seen("config")
+    assert set(fuzz.MAIN_PAGE_SIZES) <= seen("pbs")
+    assert set(fuzz.EXTRA_PAGE_SIZES) <= {c.extra_pbs for c in draws if c.extra_topk}
+    assert {0, 1, fuzz.MAX_SPLITS} <= seen("num_splits") and len(seen("num_splits")) > 10
+    assert {1, 8, 16, 24, 32, 64, 128} <= seen("h")
+    assert len(seen("h")) > 100  # heads that pad inside every layout, not just the usual ones
+    topks = seen("topk")
+    assert 1 in topks and max(topks) > 2048 and any(k % 64 and k > 64 for k in topks)
+    assert {1} <= {c.extra_topk for c in draws} and 0 in seen("extra_topk")
+    assert max(seen("t")) > 300 and 1 in seen("t")
+    for field, values in (
+        ("q_layout", {"contiguous", "head_padded", "token_strided"}),
+        ("idx_layout", {"contiguous", "row_padded", "3d"}),
+        ("lengths", {"none", "random", "wild"}),
+        ("extra_lengths", {"none", "random", "wild"}),
+    ):
+        assert seen(field) == values, field
+    for flag in ("duplicates", "sink", "lse_base2", "lengths_strided", "cache_fp8", "q_wild_rows", "nan_row"):
+        assert seen(flag) == {False, True}, flag
+    assert seen("kv_spread") == {0, 1, 2, 3, fuzz.MAX_KV_SPREAD}
+    assert max(seen("offset_pages")) > 0
+    assert 0.0 in seen("bad_index_rate") and max(seen("bad_index_rate")) >= 0.9
+    # page strides that are 8- but not 16-byte aligned (the kernel's narrow-load path)
+    assert any((layout.logical_page_bytes(c.pbs) + c.pad) % 16 == 8 for c in draws)
+    assert any(c.sm_scale is not None for c in draws)
+
+
+def test_draws_stay_inside_the_reference_budget(draws: list[fuzz.FuzzCase]) -> None:
+    for c in draws:
+        cands = c.topk + c.extra_topk
+        assert c.t * cands <= fuzz.MAX_ROWS or c.t == 1, c
+        assert c.t * c.h * cands <= fuzz.MAX_SCORES or (c.t == 1 and c.h == 1), c
+        assert c.pad % 8 == 0 and c.extra_pad % 8 == 0
+        assert 1 <= c.h <= fuzz.MAX_HEADS and c.topk >= 1 and c.n_tok >= 1
+        assert c.kv_spread <= fuzz.MAX_KV_SPREAD
+
+
+def _small(c: fuzz.FuzzCase) -> bool:
+    return c.t * c.h * (c.topk + c.extra_topk) <= 400_000 and c.t * (c.topk + c.extra_topk) <= 40_000
+
+
+def test_every_drawn_call_is_one_the_op_accepts(draws: list[fuzz.FuzzCase]) -> None:
+    torch = pytest.importorskip("torch")
+    from dsparkctl.kernel import ops
+
+    cases = [c for c in draws if _small(c)][:60]
+    assert len(cases) == 60
+    for c in cases:
+        args = fuzz.build_inputs(c, "cpu")
+        with pytest.raises(ValueError, match="must be on a CUDA device"):
+            ops.validate(**args)
+        q, cache, idx = args["q"], args["kv_cache"], args["indices"]
+        assert tuple(q.shape) == (c.t, c.h, layout.HEAD_DIM)
+        if c.q_layout == "head_padded":
+            assert q.stride(0) == (c.h + 3) * layout.HEAD_DIM
+        if c.q_layout == "token_strided":
+            assert q.stride(0) == 2 * c.h * layout.HEAD_DIM
+        assert idx.ndim == (3 if c.idx_layout == "3d" else 2)
+        if c.idx_layout == "row_padded":
+            assert idx.stride(0) == c.topk + 5
+        assert layout.page_stride_bytes(cache) == layout.logical_page_bytes(c.pbs) + c.pad
+        assert cache.storage_offset() == c.offset_pages * layout.page_stride_bytes(cache)
+        assert cache.dtype == (torch.float8_e4m3fn if c.cache_fp8 else torch.uint8)
+        assert layout.num_slots(cache) >= c.n_tok
+        if args["topk_length"] is not None:
+            assert args["topk_length"].stride(0) == (2 if c.lengths_strided else 1)
+        assert ("extra_kv_cache" in args) == bool(c.extra_topk)
+        # the slots past the data are NaN bytes, so the contract's "never read" is tested
+        raw = layout.raw_pages(cache.view(torch.uint8))
+        if layout.num_slots(cache) > c.n_tok:
+            last = c.n_tok
+            page, row = divmod(last, c.pbs)
+            assert int(raw[page, row * layout.DATA_BYTES]) == 0xFF
+
+
+def test_the_reference_sees_injected_nan_rows(draws: list[fuzz.FuzzCase]) -> None:
+    """A case with ``nan_row`` whose slot lies inside the cache references a NaN row at token 0,
+    position 0: unless its length hides it, the reference's lse for token 0 is NaN, and no other
+    token's is (the NaN bytes elsewhere are never referenced)."""
+    torch = pytest.importorskip("torch")
+    from dsparkctl.kernel import reference
+
+    hits = 0
+    for c in (c for c in draws if c.nan_row and _small(c) and c.lengths == "none" and not c.extra_topk):
+        args = fuzz.build_inputs(c, "cpu")
+        if not c.n_tok <= int(args["indices"].reshape(c.t, -1)[0, 0]) < layout.num_slots(args["kv_cache"]):
+            continue  # the cache had no slot past the data
+        _, lse = reference.sparse_mla_decode_ref(args["q"], args["kv_cache"], args["indices"], attn_sink=args["attn_sink"])
+        nan_tokens = torch.isnan(lse).any(dim=1).nonzero().flatten().tolist()
+        assert nan_tokens == [0], (c.name, nan_tokens)
+        hits += 1
+    assert hits >= 3
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("seed", GPU_SEEDS)
+def test_random_call_matches_the_reference(seed: int) -> None:
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    from dsparkctl.kernel import ops
+
+    ops.load()
+    case = fuzz.draw_case(seed)
+    r = fuzz.run_case(case)
+    if "skipped" in r:
+        pytest.skip(r["skipped"])
+    assert r["ok"], (case, r)
+    assert collections.Counter(r["why"]) == collections.Counter()
