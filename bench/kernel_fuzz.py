@@ -40,10 +40,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
     ap.add_argument("--cases", type=int, default=500, help="number of cases (default 500)")
+    ap.add_argument("--seeds", help="comma-separated seeds instead of --seed / --cases")
     ap.add_argument("--time-budget", type=float, default=0.0, help="stop after this many seconds (0: none)")
     ap.add_argument("--json", help="write the campaign's record here")
+    ap.add_argument("--explain", action="store_true",
+                    help="per case: every layout's ratio, a torch fp32 reference's, the worst elements (diagnosis)")
     args = ap.parse_args()
-    if args.cases < 1:
+    seeds = [int(x) for x in args.seeds.split(",")] if args.seeds else list(range(args.seed, args.seed + args.cases))
+    if args.cases < 1 or not seeds:
         print("kernel_fuzz: --cases must be >= 1", file=sys.stderr)
         return 2
     import torch
@@ -54,9 +58,13 @@ def main() -> int:
     from dsparkctl.kernel import ops
 
     so = ops.load()
+    if args.explain:
+        for seed in seeds:
+            print(json.dumps(fuzz.explain_case(fuzz.draw_case(seed))), flush=True)
+        return 0
     t0 = time.perf_counter()
     results = []
-    for seed in range(args.seed, args.seed + args.cases):
+    for seed in seeds:
         case = fuzz.draw_case(seed)
         try:
             r = fuzz.run_case(case)
@@ -87,7 +95,7 @@ def main() -> int:
         "python": platform.python_version(),
         "library": str(so) if so else None,
         "command": " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]]),
-        "seeds": [args.seed, args.seed + len(results) - 1],
+        "seeds": [results[0]["seed"], results[-1]["seed"]] if results else [],
         "cases": len(results),
         "ran": len(ran),
         "skipped": len(results) - len(ran),

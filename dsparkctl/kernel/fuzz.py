@@ -361,3 +361,83 @@ def run_case(case: FuzzCase) -> dict[str, Any]:
         "plan": plan,
         "seconds": round(time.perf_counter() - t0, 4),
     }
+
+
+def explain_case(case: FuzzCase, configs: tuple[int, ...] = CONFIGS, worst: int = 4) -> dict[str, Any]:
+    """Where a case's error sits: the ratio at every layout (same data, automatic split count),
+    a torch fp32 reference's own ratio against the fp64 one (what plain fp32 arithmetic reaches
+    on this data), and the worst elements with their row's context (Q magnitude, valid
+    candidates, the scores' spread). For diagnosing failures; needs a GPU."""
+    import torch
+
+    from dsparkctl.kernel import ops, reference
+    from dsparkctl.kernel_smoke import compare_outputs
+
+    args = build_inputs(case)
+    kw = dict(args, sm_scale=case.sm_scale, lse_base2_sink=case.lse_base2)
+    ref_kw: dict[str, Any] = dict(
+        topk_length=args.get("topk_length"), attn_sink=args.get("attn_sink"),
+        extra_kv_cache=args.get("extra_kv_cache"), extra_indices=args.get("extra_indices"),
+        extra_topk_length=args.get("extra_topk_length"), sm_scale=case.sm_scale, lse_base2_sink=case.lse_base2,
+    )  # fmt: skip
+    r64 = reference.sparse_mla_decode_ref(
+        args["q"], args["kv_cache"], args["indices"], compute_dtype=torch.float64, out_dtype=torch.float64, **ref_kw
+    )
+    prev = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        r32 = reference.sparse_mla_decode_ref(args["q"], args["kv_cache"], args["indices"], **ref_kw)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = prev
+    c32 = compare_outputs(r32[0].to(torch.bfloat16), r32[1], *r64)
+    per_config: dict[str, Any] = {}
+    outs: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+    for cfg in configs:
+        try:
+            outs[cfg] = ops.sparse_mla_decode_cfg(config=cfg, num_splits=case.num_splits if cfg == case.config else 0, **kw)
+        except RuntimeError as e:
+            per_config[str(cfg)] = {"skipped": str(e).splitlines()[0]}
+            continue
+        c = compare_outputs(*outs[cfg], *r64)
+        per_config[str(cfg)] = {"ratio": c.ratio, "out_ratio": c.out_ratio, "lse_ratio": c.lse_ratio}
+    out, lse = outs.get(case.config, next(iter(outs.values())))
+    ref_out, ref_lse = r64
+    q = args["q"].to(torch.float64)
+    qmax = q.abs().amax(dim=-1)  # [T, H]
+    valid = reference._candidates(args["kv_cache"], args["indices"], args.get("topk_length"))[1].sum(-1)
+    if "extra_kv_cache" in args:
+        valid = valid + reference._candidates(
+            args["extra_kv_cache"], args["extra_indices"], args.get("extra_topk_length")
+        )[1].sum(-1)
+
+    def err_of(x: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float) -> torch.Tensor:
+        fin = torch.isfinite(ref) & torch.isfinite(x.to(torch.float64))
+        e = (x.to(torch.float64) - ref).abs() / (atol + rtol * ref.abs())
+        return torch.where(fin, e, torch.zeros_like(e))
+
+    el = err_of(lse, ref_lse, 1e-6, 8 / 65536)
+    eo = err_of(out, ref_out, 1e-3, 2 / 128)
+    worst_lse = []
+    for i in el.flatten().argsort(descending=True)[:worst].tolist():
+        t, h = divmod(i, case.h)
+        worst_lse.append({
+            "t": t, "h": h, "ratio": float(el[t, h]), "ref": float(ref_lse[t, h]), "kernel": float(lse[t, h]),
+            "fp32_ref": float(r32[1][t, h]), "q_row_max": float(qmax[t, h]), "valid": int(valid[t]),
+        })  # fmt: skip
+    worst_out = []
+    for i in eo.flatten().argsort(descending=True)[:worst].tolist():
+        t, rest = divmod(i, case.h * layout.HEAD_DIM)
+        h, d = divmod(rest, layout.HEAD_DIM)
+        worst_out.append({
+            "t": t, "h": h, "d": d, "ratio": float(eo[t, h, d]), "ref": float(ref_out[t, h, d]),
+            "kernel": float(out[t, h, d]), "fp32_ref": float(r32[0][t, h, d]), "q_row_max": float(qmax[t, h]),
+            "valid": int(valid[t]), "ref_lse": float(ref_lse[t, h]),
+        })  # fmt: skip
+    return {
+        "case": case.name,
+        "seed": case.seed,
+        "per_config": per_config,
+        "fp32_ref": {"out_ratio": c32.out_ratio, "lse_ratio": c32.lse_ratio},
+        "worst_lse": worst_lse,
+        "worst_out": worst_out,
+    }
