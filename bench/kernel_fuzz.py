@@ -76,7 +76,7 @@ def main() -> int:
             r["plan"] = _plan_key(r["plan"])  # the case itself is its seed (draw_case)
         results.append(r)
         if not r["ok"]:
-            print(f"FAIL {case.name}: {r['why']} ratio={r['ratio']} {r['detail']} rows={r['bad_rows']}", flush=True)
+            print(f"FAIL {case.name}: {r['why']} {r.get('verdict')} ratio={r.get('ratio')} {r.get('detail')}", flush=True)
             print(f"     {json.dumps(case.to_json())}", flush=True)
         if len(results) % 250 == 0:
             print(f"{len(results)} cases, {time.perf_counter() - t0:.0f} s", flush=True)
@@ -85,6 +85,8 @@ def main() -> int:
     ran = [r for r in results if "skipped" not in r]
     failed = [r for r in ran if not r["ok"]]
     ratios = sorted((r["ratio"] for r in ran if isinstance(r["ratio"], float)), reverse=True)
+    verdicts = collections.Counter(r["verdict"] for r in ran)
+    limited = [r for r in ran if r["verdict"] == "fp32-limited"]
     plans = collections.Counter(r["plan"] for r in ran)
     summary = {
         "schema_version": 1,
@@ -101,6 +103,11 @@ def main() -> int:
         "skipped": len(results) - len(ran),
         "failed": len(failed),
         "failed_seeds": [r["seed"] for r in failed],
+        "verdicts": dict(verdicts),
+        "nondeterministic": sum("nondeterministic" in r["why"] for r in ran),
+        "fp32_limited_seeds": [r["seed"] for r in limited][:200],
+        "worst_excess": max((max(r["out_excess"], r["lse_excess"]) for r in limited), default=None),
+        "lse_abs_err_near_zero_max": max((r["lse_abs_err_near_zero"] for r in ran), default=None),
         "worst_ratio": ratios[0] if ratios else None,
         "ratio_p50": ratios[len(ratios) // 2] if ratios else None,
         "empty_rows": sum(r["empty_rows"] or 0 for r in ran),

@@ -8,8 +8,6 @@ against the fp64 reference, twice each (bitwise equal). Long campaigns: ``bench/
 
 from __future__ import annotations
 
-import collections
-
 import pytest
 
 from dsparkctl.kernel import fuzz, layout
@@ -138,6 +136,82 @@ def test_the_reference_sees_injected_nan_rows(draws: list[fuzz.FuzzCase]) -> Non
     assert hits >= 3
 
 
+def _ref(args: dict, case: fuzz.FuzzCase, dtype, scale_factor: float = 1.0):
+
+    from dsparkctl.kernel import reference
+
+    scale = (case.sm_scale or layout.HEAD_DIM**-0.5) * scale_factor
+    out, lse = reference.sparse_mla_decode_ref(
+        args["q"], args["kv_cache"], args["indices"],
+        topk_length=args.get("topk_length"), attn_sink=args.get("attn_sink"),
+        extra_kv_cache=args.get("extra_kv_cache"), extra_indices=args.get("extra_indices"),
+        extra_topk_length=args.get("extra_topk_length"), sm_scale=scale, lse_base2_sink=case.lse_base2,
+        compute_dtype=dtype, out_dtype=dtype,
+    )  # fmt: skip
+    return out, lse
+
+
+def _oracle_cases(draws: list[fuzz.FuzzCase], n: int, **want: object) -> list[fuzz.FuzzCase]:
+    picked = [c for c in draws if _small(c) and all(getattr(c, k) == v for k, v in want.items())]
+    return picked[:n]
+
+
+def test_the_verdict_accepts_an_honest_fp32_computation(draws: list[fuzz.FuzzCase]) -> None:
+    """The oracle's slack is what fp32 rounding can do: the torch reference computed in fp32
+    (output rounded to bf16, as the kernel's) is never a ``fail``, on plain data and on the
+    ill-conditioned kind (Q rows at 2^17, group scales over +-6 octaves) where it misses
+    FlashMLA's tolerance itself."""
+    torch = pytest.importorskip("torch")
+    cases = _oracle_cases(draws, 14, q_wild_rows=True) + _oracle_cases(draws, 14, kv_spread=fuzz.MAX_KV_SPREAD)
+    cases += _oracle_cases(draws, 14, q_wild_rows=False, kv_spread=1)
+    verdicts = []
+    for c in cases:
+        args = fuzz.build_inputs(c, "cpu")
+        ref = _ref(args, c, torch.float64)
+        out32, lse32 = _ref(args, c, torch.float32)
+        v = fuzz.verdict(out32.to(torch.bfloat16), lse32, ref, args, c.sm_scale, c.lse_base2)
+        assert v["verdict"] != "fail", (c, v)
+        verdicts.append(v["verdict"])
+    assert "strict" in verdicts
+
+
+def test_the_verdict_fails_real_errors(draws: list[fuzz.FuzzCase]) -> None:
+    """A 1% wrong softmax scale, or lse off by 4x FlashMLA's tolerance, is a ``fail``: the oracle
+    can fail, its slack is small against the tolerance where the data is not extreme. Plain
+    data (default scale, group scales within +-2 octaves), enough valid candidates to move."""
+    torch = pytest.importorskip("torch")
+    cases = _oracle_cases(draws, 400, q_wild_rows=False, nan_row=False, lengths="none", sm_scale=None)
+    cases = [c for c in cases if c.topk >= 8 and c.kv_spread <= 2][:8]
+    assert len(cases) == 8
+    for c in cases:
+        args = fuzz.build_inputs(c, "cpu")
+        ref = _ref(args, c, torch.float64)
+        out_w, lse_w = _ref(args, c, torch.float64, scale_factor=1.01)
+        assert fuzz.verdict(out_w.to(torch.bfloat16), lse_w.float(), ref, args, c.sm_scale, c.lse_base2)["verdict"] == "fail", c
+        lse_off = (ref[1] + 4 * (1e-6 + 8 / 65536 * ref[1].abs())).float()
+        good_out = ref[0].to(torch.bfloat16)
+        v = fuzz.verdict(good_out, lse_off, ref, args, c.sm_scale, c.lse_base2)
+        assert v["verdict"] == "fail", (c, v)
+
+
+def test_the_slack_is_zero_without_candidates_and_grows_with_magnitude() -> None:
+    torch = pytest.importorskip("torch")
+    c = next(c for c in (fuzz.draw_case(s) for s in range(500)) if _small(c) and c.lengths == "none" and c.topk >= 4
+             and c.bad_index_rate == 0.0 and not c.nan_row)  # fmt: skip
+    args = fuzz.build_inputs(c, "cpu")
+    ls, os_ = fuzz.fp32_slack(args, c.sm_scale, False)
+    assert ls.shape == (c.t, c.h) and os_.shape == (c.t, c.h, layout.HEAD_DIM)
+    assert bool((ls >= 0).all() and (os_ >= 0).all()) and float(ls.max()) > 0
+    big = dict(args, q=(args["q"].float() * 64).to(torch.bfloat16))
+    ls_big, _ = fuzz.fp32_slack(big, c.sm_scale, False)
+    assert float(ls_big.sum()) > 32 * float(ls.sum())  # kappa is linear in |q|
+    empty = dict(args, topk_length=torch.zeros(c.t, dtype=torch.int32))
+    if "extra_kv_cache" in empty:
+        empty["extra_topk_length"] = torch.zeros(c.t, dtype=torch.int32)
+    ls0, os0 = fuzz.fp32_slack(empty, c.sm_scale, False)
+    assert float(ls0.abs().max()) == 0.0 and float(os0.abs().max()) == 0.0
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("seed", GPU_SEEDS)
 def test_random_call_matches_the_reference(seed: int) -> None:
@@ -152,4 +226,4 @@ def test_random_call_matches_the_reference(seed: int) -> None:
     if "skipped" in r:
         pytest.skip(r["skipped"])
     assert r["ok"], (case, r)
-    assert collections.Counter(r["why"]) == collections.Counter()
+    assert r["verdict"] in ("strict", "fp32-limited") and not r["why"]

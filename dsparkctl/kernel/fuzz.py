@@ -308,25 +308,126 @@ def build_inputs(case: FuzzCase, dev: str = "cuda") -> dict[str, Any]:
 
 LARGE_CONFIGS = (1, 4, 5, 6, 7)  # large shared-memory layouts: absent on SM120 / SM121 (99 KB)
 
+# ---------------------------------------------------------------- the verdict
+# FlashMLA's tolerance (out 1e-3 + 2/128 |ref|, lse 1e-6 + 8/65536 |lse|) against an fp64
+# reference is a fixed error budget; how much error fp32 arithmetic makes depends on the data.
+# A score S_i = scale * sum_d q_d k_id summed in fp32 carries an error that scales with the sum
+# of the products' magnitudes, kappa_i = scale * sum_d |q_d| |k_id|, not with |S_i|: where the
+# products cancel (S near 0 against large |q|, |k|), or where scores are so large that a 1e-5
+# relative error moves the softmax, no fp32 implementation meets the fixed budget (the torch fp32
+# reference does not either; kernels/NOTES.md, session 52). So an element that misses the
+# tolerance is still "fp32-limited", not a failure, when its error is within the tolerance plus
+# what rounding of S and of the P.V sum at SCORE_REL / PV_REL of those magnitudes can do:
+#   lse: d lse  = sum_i p_i dS_i                        <= SCORE_REL * sum_i p_i kappa_i
+#   out: d out_d = sum_i p_i (dS_i - sum_j p_j dS_j) v_id
+#              <= SCORE_REL * (sum_i p_i kappa_i |v_id| + (sum_j p_j kappa_j) sum_i p_i |v_id|)
+#                 + PV_REL * sum_i p_i |v_id|           (+ the sink factor's share of d lse)
+# Why 2^-18: a 576-term fp32 dot product rounded to nearest errs by ~0.7 u kappa (u = 2^-24);
+# tensor cores add each k-step's products to the accumulator with truncation, whose errors add
+# up instead of cancelling: ~(2/3) sqrt(k-steps) 2u kappa ~ 2^-21 kappa over S's 36 k16 steps.
+# The sm_90a wgmma kernels were measured at ~2^-23 kappa (session 52), the mma.sync ones lower.
+# 2^-18 leaves 8x over that estimate; a bug that drops or misweighs a candidate, uses a wrong
+# scale or rounds P to bf16 (2^-9) is far outside it on the fuzz's data.
+SCORE_REL = 2.0**-18
+PV_REL = 2.0**-18
+
+
+def fp32_slack(args: dict[str, Any], sm_scale: float | None, lse_base2: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """(lse slack [T, H], out slack [T, H, 512]) in fp64: the error fp32 rounding may add on this
+    data beyond FlashMLA's tolerance (the bound above), on the inputs' device."""
+    import torch
+
+    from dsparkctl.kernel import reference
+
+    q = args["q"].to(torch.float64)
+    scale = float(sm_scale) if sm_scale is not None else layout.HEAD_DIM**-0.5
+    rows, valid = reference._candidates(args["kv_cache"], args["indices"], args.get("topk_length"))
+    if args.get("extra_kv_cache") is not None:
+        erows, evalid = reference._candidates(
+            args["extra_kv_cache"], args["extra_indices"], args.get("extra_topk_length")
+        )
+        rows, valid = torch.cat([rows, erows], dim=1), torch.cat([valid, evalid], dim=1)
+    kv = rows.to(torch.float64)
+    mask = valid.unsqueeze(1)  # [T, 1, k]
+    s = torch.einsum("thd,tkd->thk", q, kv) * scale
+    s = s.masked_fill(~mask, float("-inf"))
+    lse = torch.logsumexp(s, dim=-1)
+    empty = torch.isneginf(lse)
+    p = torch.exp(s - torch.where(empty, torch.zeros_like(lse), lse).unsqueeze(-1))
+    p = torch.where(torch.isnan(p), torch.zeros_like(p), p)  # NaN rows: the NaN positions decide
+    kappa = torch.einsum("thd,tkd->thk", q.abs(), kv.abs()) * scale
+    kappa = torch.where(mask & torch.isfinite(kappa), kappa, torch.zeros_like(kappa))
+    pk = (p * kappa).sum(-1)  # [T, H]
+    av = kv.abs().nan_to_num(0.0)
+    p_absv = torch.einsum("thk,tkd->thd", p, av)
+    pk_absv = torch.einsum("thk,tkd->thd", p * kappa, av)
+    lse_slack = SCORE_REL * pk
+    out_slack = SCORE_REL * (pk_absv + pk.unsqueeze(-1) * p_absv) + PV_REL * p_absv
+    if args.get("attn_sink") is not None:  # out *= sigmoid(lse - sink): sigmoid' <= 1/4
+        out_slack = out_slack + 0.25 * lse_slack.unsqueeze(-1) * p_absv
+    if lse_base2:
+        lse_slack = lse_slack / math.log(2.0)
+    return lse_slack, out_slack
+
+
+def _excess(x: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float, slack: torch.Tensor) -> float:
+    """max |err| / (tolerance + slack) over the elements both sides have finite (> 1 fails)."""
+    import torch
+
+    a = x.to(torch.float64)
+    b = ref.to(device=a.device, dtype=torch.float64)
+    fin = torch.isfinite(a) & torch.isfinite(b)
+    e = (a - b).abs() / (atol + rtol * b.abs() + slack.to(a.device))
+    e = torch.where(fin, e, torch.zeros_like(e))
+    return float(e.max()) if e.numel() else 0.0
+
+
+def verdict(
+    out: torch.Tensor, lse: torch.Tensor, ref: tuple[torch.Tensor, torch.Tensor], args: dict[str, Any],
+    sm_scale: float | None, lse_base2: bool,
+) -> dict[str, Any]:  # fmt: skip
+    """``strict``: FlashMLA's tolerance against the fp64 reference, inf / NaN positions equal.
+    ``fp32-limited``: not strict, but every element within tolerance + ``fp32_slack`` (and the
+    same inf / NaN positions). ``fail``: anything else."""
+    from dsparkctl.kernel_smoke import compare_outputs
+
+    cmp = compare_outputs(out, lse, *ref)
+    rec: dict[str, Any] = {
+        "ratio": cmp.ratio if math.isfinite(cmp.ratio) else str(cmp.ratio),
+        "out_ratio": cmp.out_ratio,
+        "lse_ratio": cmp.lse_ratio,
+        "detail": cmp.detail,
+    }
+    if cmp.ok:
+        return dict(rec, verdict="strict")
+    if cmp.special_mismatch:
+        return dict(rec, verdict="fail", bad_rows=list(cmp.bad_rows[:8]))
+    lse_slack, out_slack = fp32_slack(args, sm_scale, lse_base2)
+    ex_o = _excess(out, ref[0], 1e-3, 2 / 128, out_slack)
+    ex_l = _excess(lse, ref[1], 1e-6, 8 / 65536, lse_slack)
+    rec.update(out_excess=ex_o, lse_excess=ex_l, bad_rows=list(cmp.bad_rows[:8]))
+    return dict(rec, verdict="fp32-limited" if max(ex_o, ex_l) <= 1.0 else "fail")
+
 
 def run_case(case: FuzzCase) -> dict[str, Any]:
-    """Run one case twice and against the fp64 reference.
+    """Run one case twice and against the fp64 reference (``verdict``).
 
-    Returns a JSON-ready record: ``ok`` (FlashMLA's tolerance met, the same inf/NaN positions,
-    both runs bitwise equal), ``why`` (what failed), the worst error as a fraction of the
-    tolerance (``ratio``; > 1 fails) and the plan the library ran. A forced large-smem layout on a
-    GPU without the shared memory for it is ``skipped`` (the op refuses it; not a failure).
+    Returns a JSON-ready record: ``ok`` (verdict strict or fp32-limited, and both runs bitwise
+    equal), ``why`` (what failed), the ratios to the tolerance and the plan the library ran. A
+    forced large-smem layout on a GPU without the shared memory for it is ``skipped`` (the op
+    refuses it; not a failure).
     """
     import torch
 
     from dsparkctl.kernel import ops, reference
-    from dsparkctl.kernel_smoke import compare_outputs
 
     t0 = time.perf_counter()
     args = build_inputs(case)
     kw = dict(args, sm_scale=case.sm_scale, lse_base2_sink=case.lse_base2)
     try:
-        plan = ops.plan_info(case.t, case.h, case.topk, case.extra_topk, config=case.config, num_splits=case.num_splits)
+        plan = ops.plan_info(
+            case.t, case.h, case.topk, case.extra_topk, config=case.config, num_splits=case.num_splits
+        )
         out1, lse1 = ops.sparse_mla_decode_cfg(config=case.config, num_splits=case.num_splits, **kw)
     except RuntimeError as e:
         if case.config in LARGE_CONFIGS and "plan failed" in str(e):
@@ -334,33 +435,35 @@ def run_case(case: FuzzCase) -> dict[str, Any]:
         raise
     out2, lse2 = ops.sparse_mla_decode_cfg(config=case.config, num_splits=case.num_splits, **kw)
     torch.cuda.synchronize()
-    ref_out, ref_lse = reference.sparse_mla_decode_ref(
+    ref = reference.sparse_mla_decode_ref(
         args["q"], args["kv_cache"], args["indices"],
         topk_length=args.get("topk_length"), attn_sink=args.get("attn_sink"),
         extra_kv_cache=args.get("extra_kv_cache"), extra_indices=args.get("extra_indices"),
         extra_topk_length=args.get("extra_topk_length"), sm_scale=case.sm_scale,
         lse_base2_sink=case.lse_base2, compute_dtype=torch.float64, out_dtype=torch.float64,
     )  # fmt: skip
-    cmp = compare_outputs(out1, lse1, ref_out, ref_lse)
+    v = verdict(out1, lse1, ref, args, case.sm_scale, case.lse_base2)
     same = bool(
-        torch.equal(out1.view(torch.int16), out2.view(torch.int16)) and torch.equal(lse1.view(torch.int32), lse2.view(torch.int32))
+        torch.equal(out1.view(torch.int16), out2.view(torch.int16))
+        and torch.equal(lse1.view(torch.int32), lse2.view(torch.int32))
     )
-    why = [w for w, bad in (("tolerance", not cmp.ok), ("nondeterministic", not same)) if bad]
-    return {
-        "case": case.name,
-        "seed": case.seed,
-        "ok": not why,
-        "why": why,
-        "ratio": cmp.ratio if math.isfinite(cmp.ratio) else str(cmp.ratio),
-        "out_ratio": cmp.out_ratio,
-        "lse_ratio": cmp.lse_ratio,
-        "detail": cmp.detail,
-        "bad_rows": list(cmp.bad_rows[:8]),
-        "empty_rows": None if case.lse_base2 else int(torch.isposinf(ref_lse).sum()),
-        "nan_rows": int(torch.isnan(ref_lse).sum()),
-        "plan": plan,
-        "seconds": round(time.perf_counter() - t0, 4),
-    }
+    why = [w for w, bad in (("beyond the fp32 bound", v["verdict"] == "fail"), ("nondeterministic", not same)) if bad]
+    ref_lse = ref[1]
+    small = torch.isfinite(ref_lse) & (ref_lse.abs() < 0.1)
+    err_small = (lse1.to(torch.float64) - ref_lse).abs()[small]
+    return dict(
+        v,
+        case=case.name,
+        seed=case.seed,
+        ok=not why,
+        why=why,
+        # the lse error where the tolerance is all but its 1e-6 floor (|lse| < 0.1)
+        lse_abs_err_near_zero=float(err_small.max()) if err_small.numel() else 0.0,
+        empty_rows=None if case.lse_base2 else int(torch.isposinf(ref_lse).sum()),
+        nan_rows=int(torch.isnan(ref_lse).sum()),
+        plan=plan,
+        seconds=round(time.perf_counter() - t0, 4),
+    )
 
 
 def explain_case(case: FuzzCase, configs: tuple[int, ...] = CONFIGS, worst: int = 4) -> dict[str, Any]:
