@@ -56,6 +56,12 @@ if [ -z "$SKIP_TESTS" ]; then
   t0=$(date +%s)
   $PY -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider 2>&1 | tee "$OUT/gpu_tests.log" | grep -vE "^  File|^Thread|^Extension" | tail -40
   echo "gpu tests: $(( $(date +%s) - t0 )) s"
+  # (session 52) the randomized cases' fixed GPU sample (200 seeds, dsparkctl.kernel.fuzz; ~40 s):
+  # odd page sizes and strides, views, bad data, forced layouts and splits; longer campaigns are
+  # bench/kernel_fuzz.py's (bench/results/kernel_fuzz_h200/)
+  t0=$(date +%s)
+  $PY -m pytest tests/test_kernel_fuzz.py -q -p no:cacheprovider -m gpu 2>&1 | tee "$OUT/fuzz_tests.log" | tail -3
+  echo "fuzz tests: $(( $(date +%s) - t0 )) s"
   # (session 30) the product's own kernel smoke on this build: every call the DeepSeek-V4-Flash
   # preset plans (TP 4), eager and graph-captured, against the fp64 reference. Its data (per-group
   # scale spread, sinks, valid lengths from the serving ladder, up to 1,536 tokens) found v12's

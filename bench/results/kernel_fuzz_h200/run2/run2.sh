@@ -2,7 +2,7 @@
 # Session 52, device call 2: bench/kernel_fuzz.py --explain over failing seeds of call 1 (shipped build):
 # every layout's ratio on the same data, a torch fp32 reference's own ratio, the worst elements.
 set -uo pipefail
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../../../.."
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
 R=$OUT/r; mkdir -p "$R"
 python3 bench/build_kernel.py sm_90a /tmp/kbuild "$R/build.log" > /dev/null || { tail -30 "$R/build.log"; exit 1; }

@@ -5,7 +5,7 @@
 #  3. bench/kernel_fuzz.py campaigns: shipped build (seeds from 0), SM120-register build (from 100000)
 #  4. compute-sanitizer memcheck over a short campaign (seeds from 200000)
 set -uo pipefail
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../../../.."
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
 R=$OUT/r; mkdir -p "$R"
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; python3 -c 'import torch; print(torch.__version__, torch.version.cuda)'; } > "$R/env.txt" 2>&1

@@ -2,7 +2,7 @@
 # Session 52, device call 3: the campaigns again with the conditioning-aware verdict (strict /
 # fp32-limited / fail, dsparkctl.kernel.fuzz.verdict), same seeds as call 1; --explain on any failure.
 set -uo pipefail
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../../../.."
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
 R=$OUT/r; mkdir -p "$R"
 { nvidia-smi --query-gpu=name,driver_version --format=csv; python3 -c 'import torch; print(torch.__version__, torch.version.cuda)'; } > "$R/env.txt" 2>&1
