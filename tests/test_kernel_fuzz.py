@@ -8,6 +8,8 @@ against the fp64 reference, twice each (bitwise equal). Long campaigns: ``bench/
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from dsparkctl.kernel import fuzz, layout
@@ -67,6 +69,39 @@ def test_draws_reach_every_axis_value(draws: list[fuzz.FuzzCase]) -> None:
     # page strides that are 8- but not 16-byte aligned (the kernel's narrow-load path)
     assert any((layout.logical_page_bytes(c.pbs) + c.pad) % 16 == 8 for c in draws)
     assert any(c.sm_scale is not None for c in draws)
+
+
+def test_graph_and_row_checks_are_drawn(draws: list[fuzz.FuzzCase]) -> None:
+    assert {c.graph for c in draws} == {False, True}
+    for c in draws:
+        assert len(c.alone_rows) == min(c.t, 3) and len(set(c.alone_rows)) == len(c.alone_rows)
+        assert all(0 <= r < c.t for r in c.alone_rows)
+    # rows alone are compared where layout and split count are both forced: a good share of cases
+    assert sum(1 for c in draws if c.config and c.num_splits) > N_DRAWS // 6
+
+
+def test_the_new_fields_left_earlier_fields_alone() -> None:
+    """graph / alone_rows were added after call 1's campaign; its seeds must still mean the same
+    calls: every case that campaign recorded by name is the one its seed draws now."""
+    rec = Path(__file__).resolve().parent.parent / "bench/results/kernel_fuzz_h200/run1/fails_first_verdict.txt"
+    lines = rec.read_text().splitlines()
+    assert len(lines) > 600
+    for line in lines[::10]:
+        _, seed, name = line.split()[:3]
+        assert fuzz.draw_case(int(seed.removeprefix("seed="))).name == name
+
+
+def test_token_row_keeps_views_and_shares_the_caches() -> None:
+    pytest.importorskip("torch")
+    c = next(c for c in (fuzz.draw_case(s) for s in range(2000)) if _small(c) and c.t >= 3 and c.extra_topk
+             and c.q_layout == "head_padded" and c.lengths != "none")  # fmt: skip
+    kw = dict(fuzz.build_inputs(c, "cpu"), sm_scale=0.1, lse_base2_sink=False)
+    one = fuzz.token_row(kw, 2)
+    for name in ("q", "indices", "topk_length", "extra_indices"):
+        assert one[name].shape[0] == 1 and one[name].data_ptr() == kw[name][2:3].data_ptr(), name
+    assert one["q"].stride() == kw["q"].stride()  # a view, not a copy
+    for name in ("kv_cache", "extra_kv_cache", "attn_sink", "sm_scale", "lse_base2_sink"):
+        assert one[name] is kw[name], name
 
 
 def test_draws_stay_inside_the_reference_budget(draws: list[fuzz.FuzzCase]) -> None:

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
 from dsparkctl.kernel import layout, ops, reference  # noqa: E402
+from dsparkctl.kernel.fuzz import captured as _captured  # noqa: E402  (one copy: the fuzz checks graphs too)
+from dsparkctl.kernel.fuzz import token_row as _row  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -137,11 +137,6 @@ def _inputs(c: Case) -> dict:
         eln[0] = 0  # row 0 has main length 0 too (see _lengths): an empty row
         args["extra_topk_length"] = eln
     return args
-
-
-def _row(args: dict, r: int) -> dict:
-    """Row r of a call's arguments as a one-row call (the caches and the sink are shared)."""
-    return {k: (v[r : r + 1] if k not in ("kv_cache", "extra_kv_cache", "attn_sink") and v is not None else v) for k, v in args.items()}
 
 
 def _check(args: dict, out: torch.Tensor, lse: torch.Tensor, base2: bool = False, scale: float | None = None) -> dict:
@@ -791,20 +786,6 @@ def test_verify_path_equals_one_token_at_a_time() -> None:
         o1, l1 = ops.sparse_mla_decode(**_row(args, r))
         ok, stats = reference.within_flashmla_tolerance(o1[0], l1[0], out[r].double(), lse[r].double())
         assert ok, (r, stats)
-
-
-def _captured(fn: Callable[[], Any]) -> tuple[torch.cuda.CUDAGraph, Any]:
-    """(CUDA graph of fn, fn's outputs in the graph's memory), after one warm-up call on a side
-    stream (the capture must not be the first call: library load, allocator pools)."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        out = fn()
-    return g, out
 
 
 def test_cuda_graph_replay_matches_eager() -> None:

@@ -80,6 +80,9 @@ class FuzzCase:
     nan_row: bool  # one referenced KV row of one token is NaN
     config: int
     num_splits: int
+    # drawn after every field above, so adding them kept each earlier seed's case as it was
+    graph: bool  # also capture the call in a CUDA graph: its replay must equal eager bitwise
+    alone_rows: tuple[int, ...]  # rows re-run alone where layout and split count are forced: bitwise
 
     @property
     def name(self) -> str:
@@ -178,6 +181,8 @@ def draw_case(seed: int) -> FuzzCase:
         nan_row=rng.random() < 0.05,
         config=config,
         num_splits=num_splits,
+        graph=rng.random() < 0.08,
+        alone_rows=tuple(sorted(rng.sample(range(t), min(t, 3)))),
     )
 
 
@@ -443,11 +448,25 @@ def run_case(case: FuzzCase) -> dict[str, Any]:
         lse_base2_sink=case.lse_base2, compute_dtype=torch.float64, out_dtype=torch.float64,
     )  # fmt: skip
     v = verdict(out1, lse1, ref, args, case.sm_scale, case.lse_base2)
-    same = bool(
-        torch.equal(out1.view(torch.int16), out2.view(torch.int16))
-        and torch.equal(lse1.view(torch.int32), lse2.view(torch.int32))
-    )
+    same = _bitwise(out1, lse1, out2, lse2)
     why = [w for w, bad in (("beyond the fp32 bound", v["verdict"] == "fail"), ("nondeterministic", not same)) if bad]
+    # the verify path's property: a row alone equals it inside the batch, bitwise, at the same
+    # forced layout and split count (the automatic plan depends on T, so only forced ones)
+    alone_checked = 0
+    if case.config and case.num_splits:
+        for r in case.alone_rows:
+            o, lo = ops.sparse_mla_decode_cfg(config=case.config, num_splits=case.num_splits, **token_row(kw, r))
+            alone_checked += 1
+            if not _bitwise(o[0], lo[0], out1[r], lse1[r]):
+                why.append(f"row {r} alone differs")
+    if case.graph:
+        g, (g_out, g_lse) = captured(
+            lambda: ops.sparse_mla_decode_cfg(config=case.config, num_splits=case.num_splits, **kw)
+        )
+        g.replay()
+        torch.cuda.synchronize()
+        if not _bitwise(g_out, g_lse, out1, lse1):
+            why.append("graph replay differs from eager")
     ref_lse = ref[1]
     small = torch.isfinite(ref_lse) & (ref_lse.abs() < 0.1)
     err_small = (lse1.to(torch.float64) - ref_lse).abs()[small]
@@ -461,9 +480,44 @@ def run_case(case: FuzzCase) -> dict[str, Any]:
         lse_abs_err_near_zero=float(err_small.max()) if err_small.numel() else 0.0,
         empty_rows=None if case.lse_base2 else int(torch.isposinf(ref_lse).sum()),
         nan_rows=int(torch.isnan(ref_lse).sum()),
+        rows_alone_checked=alone_checked,
+        graph=case.graph,
         plan=plan,
         seconds=round(time.perf_counter() - t0, 4),
     )
+
+
+def _bitwise(o1: torch.Tensor, l1: torch.Tensor, o2: torch.Tensor, l2: torch.Tensor) -> bool:
+    import torch
+
+    return bool(
+        torch.equal(o1.reshape(-1).view(torch.int16), o2.reshape(-1).view(torch.int16))
+        and torch.equal(l1.reshape(-1).view(torch.int32), l2.reshape(-1).view(torch.int32))
+    )
+
+
+_PER_TOKEN = ("q", "indices", "topk_length", "extra_indices", "extra_topk_length")
+
+
+def token_row(kw: dict[str, Any], r: int) -> dict[str, Any]:
+    """Token r of a call's keyword arguments as a one-token call (views: strides kept)."""
+    return {k: (v[r : r + 1] if k in _PER_TOKEN and v is not None else v) for k, v in kw.items()}
+
+
+def captured(fn: Any) -> tuple[Any, Any]:
+    """(CUDA graph of fn, its outputs in the graph's memory), after a warm-up call on a side
+    stream, as CUDA-graph users (SGLang) capture."""
+    import torch
+
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = fn()
+    return g, out
 
 
 def explain_case(case: FuzzCase, configs: tuple[int, ...] = CONFIGS, worst: int = 4) -> dict[str, Any]:
