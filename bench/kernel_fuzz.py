@@ -106,6 +106,7 @@ def main() -> int:
         "verdicts": dict(verdicts),
         "nondeterministic": sum("nondeterministic" in r["why"] for r in ran),
         "rows_alone_checked": sum(r.get("rows_alone_checked", 0) for r in ran),
+        "rows_alone_other_kernel": sum(r.get("rows_alone_other_kernel", 0) for r in ran),
         "rows_alone_differ": sum(any(w.startswith("row ") for w in r["why"]) for r in ran),
         "graphs_checked": sum(bool(r.get("graph")) for r in ran),
         "graphs_differ": sum("graph replay differs from eager" in r["why"] for r in ran),

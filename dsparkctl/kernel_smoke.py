@@ -985,7 +985,9 @@ class ConsistencyResult:
         }
 
 
-def _row_slice(kwargs: Mapping[str, Any], i: int) -> dict[str, Any]:
+def row_slice(kwargs: Mapping[str, Any], i: int) -> dict[str, Any]:
+    """Token i of a call's keyword arguments as a one-token call: views of the per-token
+    tensors (strides kept), everything else (caches, sink, scalars) shared."""
     per_row = ("q", "indices", "topk_length", "extra_indices", "extra_topk_length")
     return {k: (v[i : i + 1] if k in per_row and v is not None else v) for k, v in kwargs.items()}
 
@@ -1031,7 +1033,7 @@ def check_verify_consistency(
         b_out, b_lse = kernel_fn(**kw)
         outs, lses = [], []
         for i in range(case.num_tokens):
-            o, s = kernel_fn(**_row_slice(kw, i))
+            o, s = kernel_fn(**row_slice(kw, i))
             outs.append(o)
             lses.append(s)
         s_out, s_lse = torch.cat(outs), torch.cat(lses)

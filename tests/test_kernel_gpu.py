@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 
 from dsparkctl.kernel import layout, ops, reference  # noqa: E402
 from dsparkctl.kernel.fuzz import captured as _captured  # noqa: E402  (one copy: the fuzz checks graphs too)
-from dsparkctl.kernel.fuzz import token_row as _row  # noqa: E402
+from dsparkctl.kernel_smoke import row_slice as _row  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
