@@ -771,7 +771,10 @@ def test_verify_path_equals_one_token_at_a_time() -> None:
     """R requests x (gamma+1) tokens in one call == each row alone: bitwise at the same tile
     layout and split count (checked for both layouts); within FlashMLA tolerance, row by row,
     with the automatic plan, whose layout and split count both depend on T (at this shape the
-    24-row call takes the LARGE layout and a one-row call the SMALL one)."""
+    24-row call takes the LARGE layout and a one-row call the SMALL one). Bitwise needs the same
+    kernel too: at 24 rows and at one, an unsplit 64-head WS call runs the halves kernel; a call
+    big enough for the one-CTA WS kernel differs from its rows alone in the last bits (P's lo
+    part for dims 0-255: fp16 there, e4m3 in the halves; the fuzz's rows-alone check, session 52)."""
     reqs, gamma = 4, 5
     args = _inputs(Case(t=reqs * (gamma + 1), h=64, topk=128, pbs=256, extra=(512, 64), sink=True, seed=29))
 
