@@ -264,3 +264,24 @@ def test_random_call_matches_the_reference(seed: int) -> None:
         pytest.skip(r["skipped"])
     assert r["ok"], (case, r)
     assert r["verdict"] in ("strict", "fp32-limited") and not r["why"]
+
+
+def test_campaign_script_refuses_bad_arguments_and_a_missing_gpu(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """bench/kernel_fuzz.py: exit 2 with the reason for no cases, and for a machine without a GPU
+    (the CI case); its plan keys name the kernel the way the campaign logs count them."""
+    torch = pytest.importorskip("torch")
+    from benchscripts import load
+
+    mod = load("kernel_fuzz")
+    monkeypatch.setattr("sys.argv", ["kernel_fuzz.py", "--cases", "0"])
+    assert mod.main() == 2
+    assert "--cases must be >= 1" in capsys.readouterr().err
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr("sys.argv", ["kernel_fuzz.py", "--seeds", "3,4"])
+    assert mod.main() == 2
+    assert "no CUDA device" in capsys.readouterr().err
+    plan = {"config": 1, "heads_per_cta": 64, "tile_n": 64, "num_splits": 1, "warp_specialized": True,
+            "dims_split": 2, "cluster": 1}  # fmt: skip
+    assert mod._plan_key(plan) == "cfg1 64h x 64 ws d2 unsplit"
+    assert mod._plan_key(dict(plan, warp_specialized=False, dims_split=1, cluster=4, num_splits=3,
+                              heads_per_cta=16)) == "cfg1 16h x 64 c4 split"  # fmt: skip
