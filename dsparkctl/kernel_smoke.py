@@ -692,6 +692,24 @@ def _finite_or_str(x: float) -> float | str:
     return x if math.isfinite(x) else str(x)
 
 
+def tolerance_ratios(
+    x: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float, slack: torch.Tensor | None = None
+) -> torch.Tensor:
+    """``|x - ref| / (atol + rtol |ref| [+ slack])`` elementwise in fp64 (> 1 is outside), 0 where
+    either side is not finite (inf / NaN positions are compared on their own). ``slack``: extra
+    allowance per element (``dsparkctl.kernel.fuzz``'s fp32 rounding bound)."""
+    import torch
+
+    a = x.to(torch.float64)
+    b = ref.to(device=a.device, dtype=torch.float64)
+    fin = torch.isfinite(a) & torch.isfinite(b)
+    err = torch.where(fin, (a - b).abs(), torch.zeros_like(a))
+    allowed = atol + rtol * torch.where(fin, b.abs(), torch.zeros_like(b))
+    if slack is not None:
+        allowed = allowed + slack.to(device=a.device, dtype=torch.float64)
+    return err / allowed
+
+
 def _ratio_and_bad(
     x: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float
 ) -> tuple[float, int, torch.Tensor, float]:
@@ -705,8 +723,7 @@ def _ratio_and_bad(
     )
     fin = torch.isfinite(a) & torch.isfinite(b)
     err = torch.where(fin, (a - b).abs(), torch.zeros_like(a))
-    allowed = atol + rtol * torch.where(fin, b.abs(), torch.zeros_like(b))
-    r = err / allowed
+    r = tolerance_ratios(a, b, atol, rtol)
     bad = (r > 1.0) | special
     per_row = bad.reshape(bad.shape[0], -1).any(dim=1)
     ratio = float(r.max()) if r.numel() else 0.0

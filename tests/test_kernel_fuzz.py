@@ -285,3 +285,34 @@ def test_campaign_script_refuses_bad_arguments_and_a_missing_gpu(monkeypatch: py
     assert mod._plan_key(plan) == "cfg1 64h x 64 ws d2 unsplit"
     assert mod._plan_key(dict(plan, warp_specialized=False, dims_split=1, cluster=4, num_splits=3,
                               heads_per_cta=16)) == "cfg1 16h x 64 c4 split"  # fmt: skip
+
+
+def test_explain_names_every_layout_and_the_worst_elements(monkeypatch: pytest.MonkeyPatch) -> None:
+    """explain_case end to end on the CPU, with the fp32 reference standing in for the op (the
+    layouts then agree): one entry per layout, an fp32 reference ratio, and the worst elements
+    in order with their context."""
+    torch = pytest.importorskip("torch")
+    from dsparkctl.kernel import ops, reference
+
+    c = next(c for c in (fuzz.draw_case(s) for s in range(500)) if _small(c) and c.topk >= 4 and not c.q_wild_rows)
+
+    def stand_in(*, config: int, num_splits: int, sm_scale=None, lse_base2_sink=False, **kw):
+        out, lse = reference.sparse_mla_decode_ref(
+            kw["q"], kw["kv_cache"], kw["indices"], topk_length=kw.get("topk_length"), attn_sink=kw.get("attn_sink"),
+            extra_kv_cache=kw.get("extra_kv_cache"), extra_indices=kw.get("extra_indices"),
+            extra_topk_length=kw.get("extra_topk_length"), sm_scale=sm_scale, lse_base2_sink=lse_base2_sink,
+        )  # fmt: skip
+        if config == 2:
+            raise RuntimeError("sparse_mla_decode plan failed: stand-in")
+        return out.to(torch.bfloat16), lse
+
+    monkeypatch.setattr(ops, "sparse_mla_decode_cfg", stand_in)
+    e = fuzz.explain_case(c, dev="cpu")
+    assert e["seed"] == c.seed and set(e["per_config"]) == {str(k) for k in fuzz.CONFIGS}
+    assert "skipped" in e["per_config"]["2"]
+    assert all(0 <= v["ratio"] < 1 for k, v in e["per_config"].items() if k != "2")
+    assert e["fp32_ref"]["out_ratio"] < 1
+    ratios = [w["ratio"] for w in e["worst_out"]]
+    assert len(ratios) == 4 and ratios == sorted(ratios, reverse=True)
+    w = e["worst_lse"][0]
+    assert 0 <= w["t"] < c.t and 0 <= w["h"] < c.h and w["valid"] >= 0 and w["q_row_max"] > 0

@@ -348,9 +348,9 @@ def fp32_slack(args: dict[str, Any], sm_scale: float | None, lse_base2: bool) ->
 
     q = args["q"].to(torch.float64)
     scale = float(sm_scale) if sm_scale is not None else layout.HEAD_DIM**-0.5
-    rows, valid = reference._candidates(args["kv_cache"], args["indices"], args.get("topk_length"))
+    rows, valid = reference.candidates(args["kv_cache"], args["indices"], args.get("topk_length"))
     if args.get("extra_kv_cache") is not None:
-        erows, evalid = reference._candidates(
+        erows, evalid = reference.candidates(
             args["extra_kv_cache"], args["extra_indices"], args.get("extra_topk_length")
         )
         rows, valid = torch.cat([rows, erows], dim=1), torch.cat([valid, evalid], dim=1)
@@ -379,14 +379,10 @@ def fp32_slack(args: dict[str, Any], sm_scale: float | None, lse_base2: bool) ->
 
 def _excess(x: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float, slack: torch.Tensor) -> float:
     """max |err| / (tolerance + slack) over the elements both sides have finite (> 1 fails)."""
-    import torch
+    from dsparkctl.kernel_smoke import tolerance_ratios
 
-    a = x.to(torch.float64)
-    b = ref.to(device=a.device, dtype=torch.float64)
-    fin = torch.isfinite(a) & torch.isfinite(b)
-    e = (a - b).abs() / (atol + rtol * b.abs() + slack.to(a.device))
-    e = torch.where(fin, e, torch.zeros_like(e))
-    return float(e.max()) if e.numel() else 0.0
+    r = tolerance_ratios(x, ref, atol, rtol, slack)
+    return float(r.max()) if r.numel() else 0.0
 
 
 def verdict(
@@ -396,9 +392,10 @@ def verdict(
     """``strict``: FlashMLA's tolerance against the fp64 reference, inf / NaN positions equal.
     ``fp32-limited``: not strict, but every element within tolerance + ``fp32_slack`` (and the
     same inf / NaN positions). ``fail``: anything else."""
+    from dsparkctl.kernel_smoke import FLASHMLA_TOLERANCE as TOL
     from dsparkctl.kernel_smoke import compare_outputs
 
-    cmp = compare_outputs(out, lse, *ref)
+    cmp = compare_outputs(out, lse, *ref, TOL)
     rec: dict[str, Any] = {
         "ratio": cmp.ratio if math.isfinite(cmp.ratio) else str(cmp.ratio),
         "out_ratio": cmp.out_ratio,
@@ -410,8 +407,9 @@ def verdict(
     if cmp.special_mismatch:
         return dict(rec, verdict="fail", bad_rows=list(cmp.bad_rows[:8]))
     lse_slack, out_slack = fp32_slack(args, sm_scale, lse_base2)
-    ex_o = _excess(out, ref[0], 1e-3, 2 / 128, out_slack)
-    ex_l = _excess(lse, ref[1], 1e-6, 8 / 65536, lse_slack)
+    assert TOL.lse_atol is not None and TOL.lse_rtol is not None
+    ex_o = _excess(out, ref[0], TOL.out_atol, TOL.out_rtol, out_slack)
+    ex_l = _excess(lse, ref[1], TOL.lse_atol, TOL.lse_rtol, lse_slack)
     rec.update(out_excess=ex_o, lse_excess=ex_l, bad_rows=list(cmp.bad_rows[:8]))
     return dict(rec, verdict="fp32-limited" if max(ex_o, ex_l) <= 1.0 else "fail")
 
@@ -528,17 +526,21 @@ def captured(fn: Any) -> tuple[Any, Any]:
     return g, out
 
 
-def explain_case(case: FuzzCase, configs: tuple[int, ...] = CONFIGS, worst: int = 4) -> dict[str, Any]:
+def explain_case(
+    case: FuzzCase, configs: tuple[int, ...] = CONFIGS, worst: int = 4, dev: str = "cuda"
+) -> dict[str, Any]:
     """Where a case's error sits: the ratio at every layout (same data, automatic split count),
     a torch fp32 reference's own ratio against the fp64 one (what plain fp32 arithmetic reaches
     on this data), and the worst elements with their row's context (Q magnitude, valid
-    candidates, the scores' spread). For diagnosing failures; needs a GPU."""
+    candidates). For diagnosing failures; the op needs a GPU (``dev`` is for the CPU tests,
+    which stand a reference in for the op)."""
     import torch
 
     from dsparkctl.kernel import ops, reference
-    from dsparkctl.kernel_smoke import compare_outputs
+    from dsparkctl.kernel_smoke import FLASHMLA_TOLERANCE as TOL
+    from dsparkctl.kernel_smoke import compare_outputs, tolerance_ratios
 
-    args = build_inputs(case)
+    args = build_inputs(case, dev)
     kw = dict(args, sm_scale=case.sm_scale, lse_base2_sink=case.lse_base2)
     ref_kw: dict[str, Any] = dict(
         topk_length=args.get("topk_length"), attn_sink=args.get("attn_sink"),
@@ -569,19 +571,15 @@ def explain_case(case: FuzzCase, configs: tuple[int, ...] = CONFIGS, worst: int 
     ref_out, ref_lse = r64
     q = args["q"].to(torch.float64)
     qmax = q.abs().amax(dim=-1)  # [T, H]
-    valid = reference._candidates(args["kv_cache"], args["indices"], args.get("topk_length"))[1].sum(-1)
+    valid = reference.candidates(args["kv_cache"], args["indices"], args.get("topk_length"))[1].sum(-1)
     if "extra_kv_cache" in args:
-        valid = valid + reference._candidates(
+        valid = valid + reference.candidates(
             args["extra_kv_cache"], args["extra_indices"], args.get("extra_topk_length")
         )[1].sum(-1)
 
-    def err_of(x: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float) -> torch.Tensor:
-        fin = torch.isfinite(ref) & torch.isfinite(x.to(torch.float64))
-        e = (x.to(torch.float64) - ref).abs() / (atol + rtol * ref.abs())
-        return torch.where(fin, e, torch.zeros_like(e))
-
-    el = err_of(lse, ref_lse, 1e-6, 8 / 65536)
-    eo = err_of(out, ref_out, 1e-3, 2 / 128)
+    assert TOL.lse_atol is not None and TOL.lse_rtol is not None
+    el = tolerance_ratios(lse, ref_lse, TOL.lse_atol, TOL.lse_rtol)
+    eo = tolerance_ratios(out, ref_out, TOL.out_atol, TOL.out_rtol)
     worst_lse = []
     for i in el.flatten().argsort(descending=True)[:worst].tolist():
         t, h = divmod(i, case.h)

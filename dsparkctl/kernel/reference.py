@@ -33,7 +33,7 @@ LOG2E = 1.0 / math.log(2.0)
 _CHUNK_ELEMS = 1 << 26
 
 
-def _candidates(
+def candidates(
     cache: torch.Tensor, indices: torch.Tensor, topk_length: torch.Tensor | None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(dequantized rows [T, k, 512] with invalid rows zeroed, validity mask [T, k])."""
@@ -89,11 +89,11 @@ def sparse_mla_decode_ref(
     outs, lses = [], []
     for t0 in range(0, t_total, chunk):
         sl = slice(t0, min(t_total, t0 + chunk))
-        rows, valid = _candidates(
+        rows, valid = candidates(
             kv_cache, indices[sl], None if topk_length is None else topk_length[sl]
         )
         if extra_kv_cache is not None and extra_indices is not None:
-            erows, evalid = _candidates(
+            erows, evalid = candidates(
                 extra_kv_cache,
                 extra_indices[sl],
                 None if extra_topk_length is None else extra_topk_length[sl],
