@@ -58,10 +58,10 @@ def _round_p(p: torch.Tensor, mode: str) -> torch.Tensor:
 def emulate(kw: dict, lazy: float, mode: str) -> torch.Tensor:
     """The output [T, H, 512] (bf16 values as fp64) of the tile loop with the given P rounding."""
     q = kw["q"].double()
-    rows, valid = ref_mod.candidates(kw["kv_cache"], kw["indices"], kw.get("topk_length"))
-    if kw.get("extra_kv_cache") is not None:
-        er, ev = ref_mod.candidates(kw["extra_kv_cache"], kw["extra_indices"], kw.get("extra_topk_length"))
-        rows, valid = torch.cat([rows, er], 1), torch.cat([valid, ev], 1)
+    rows, valid = ref_mod.all_candidates(
+        kw["kv_cache"], kw["indices"], kw.get("topk_length"),
+        kw.get("extra_kv_cache"), kw.get("extra_indices"), kw.get("extra_topk_length"),
+    )  # fmt: skip
     kv = rows.double()
     t, h, d = q.shape
     scale = kw.get("sm_scale") or d**-0.5

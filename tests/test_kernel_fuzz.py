@@ -174,18 +174,7 @@ def test_the_reference_sees_injected_nan_rows(draws: list[fuzz.FuzzCase]) -> Non
 
 
 def _ref(args: dict, case: fuzz.FuzzCase, dtype, scale_factor: float = 1.0):
-
-    from dsparkctl.kernel import reference
-
-    scale = (case.sm_scale or layout.HEAD_DIM**-0.5) * scale_factor
-    out, lse = reference.sparse_mla_decode_ref(
-        args["q"], args["kv_cache"], args["indices"],
-        topk_length=args.get("topk_length"), attn_sink=args.get("attn_sink"),
-        extra_kv_cache=args.get("extra_kv_cache"), extra_indices=args.get("extra_indices"),
-        extra_topk_length=args.get("extra_topk_length"), sm_scale=scale, lse_base2_sink=case.lse_base2,
-        compute_dtype=dtype, out_dtype=dtype,
-    )  # fmt: skip
-    return out, lse
+    return fuzz.reference_for(args, (case.sm_scale or layout.HEAD_DIM**-0.5) * scale_factor, case.lse_base2, dtype)
 
 
 def _oracle_cases(draws: list[fuzz.FuzzCase], n: int, **want: object) -> list[fuzz.FuzzCase]:

@@ -339,21 +339,39 @@ SCORE_REL = 2.0**-18
 PV_REL = 2.0**-18
 
 
+def reference_for(
+    args: dict[str, Any], sm_scale: float | None, lse_base2: bool, dtype: torch.dtype
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The torch reference of a call's arguments (``build_inputs``), computed and returned in
+    ``dtype`` (fp64: the verdict's; fp32: what plain fp32 arithmetic reaches)."""
+    from dsparkctl.kernel import reference
+
+    return reference.sparse_mla_decode_ref(
+        args["q"], args["kv_cache"], args["indices"],
+        topk_length=args.get("topk_length"), attn_sink=args.get("attn_sink"),
+        extra_kv_cache=args.get("extra_kv_cache"), extra_indices=args.get("extra_indices"),
+        extra_topk_length=args.get("extra_topk_length"), sm_scale=sm_scale, lse_base2_sink=lse_base2,
+        compute_dtype=dtype, out_dtype=dtype,
+    )  # fmt: skip
+
+
+def _all_candidates(args: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
+    from dsparkctl.kernel import reference
+
+    return reference.all_candidates(
+        args["kv_cache"], args["indices"], args.get("topk_length"),
+        args.get("extra_kv_cache"), args.get("extra_indices"), args.get("extra_topk_length"),
+    )  # fmt: skip
+
+
 def fp32_slack(args: dict[str, Any], sm_scale: float | None, lse_base2: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """(lse slack [T, H], out slack [T, H, 512]) in fp64: the error fp32 rounding may add on this
     data beyond FlashMLA's tolerance (the bound above), on the inputs' device."""
     import torch
 
-    from dsparkctl.kernel import reference
-
     q = args["q"].to(torch.float64)
     scale = float(sm_scale) if sm_scale is not None else layout.HEAD_DIM**-0.5
-    rows, valid = reference.candidates(args["kv_cache"], args["indices"], args.get("topk_length"))
-    if args.get("extra_kv_cache") is not None:
-        erows, evalid = reference.candidates(
-            args["extra_kv_cache"], args["extra_indices"], args.get("extra_topk_length")
-        )
-        rows, valid = torch.cat([rows, erows], dim=1), torch.cat([valid, evalid], dim=1)
+    rows, valid = _all_candidates(args)
     kv = rows.to(torch.float64)
     mask = valid.unsqueeze(1)  # [T, 1, k]
     s = torch.einsum("thd,tkd->thk", q, kv) * scale
@@ -424,7 +442,7 @@ def run_case(case: FuzzCase) -> dict[str, Any]:
     """
     import torch
 
-    from dsparkctl.kernel import ops, reference
+    from dsparkctl.kernel import ops
     from dsparkctl.kernel_smoke import row_slice
 
     t0 = time.perf_counter()
@@ -441,13 +459,7 @@ def run_case(case: FuzzCase) -> dict[str, Any]:
         raise
     out2, lse2 = ops.sparse_mla_decode_cfg(config=case.config, num_splits=case.num_splits, **kw)
     torch.cuda.synchronize()
-    ref = reference.sparse_mla_decode_ref(
-        args["q"], args["kv_cache"], args["indices"],
-        topk_length=args.get("topk_length"), attn_sink=args.get("attn_sink"),
-        extra_kv_cache=args.get("extra_kv_cache"), extra_indices=args.get("extra_indices"),
-        extra_topk_length=args.get("extra_topk_length"), sm_scale=case.sm_scale,
-        lse_base2_sink=case.lse_base2, compute_dtype=torch.float64, out_dtype=torch.float64,
-    )  # fmt: skip
+    ref = reference_for(args, case.sm_scale, case.lse_base2, torch.float64)
     v = verdict(out1, lse1, ref, args, case.sm_scale, case.lse_base2)
     same = _bitwise(out1, lse1, out2, lse2)
     why = [w for w, bad in (("beyond the fp32 bound", v["verdict"] == "fail"), ("nondeterministic", not same)) if bad]
@@ -536,24 +548,17 @@ def explain_case(
     which stand a reference in for the op)."""
     import torch
 
-    from dsparkctl.kernel import ops, reference
+    from dsparkctl.kernel import ops
     from dsparkctl.kernel_smoke import FLASHMLA_TOLERANCE as TOL
     from dsparkctl.kernel_smoke import compare_outputs, tolerance_ratios
 
     args = build_inputs(case, dev)
     kw = dict(args, sm_scale=case.sm_scale, lse_base2_sink=case.lse_base2)
-    ref_kw: dict[str, Any] = dict(
-        topk_length=args.get("topk_length"), attn_sink=args.get("attn_sink"),
-        extra_kv_cache=args.get("extra_kv_cache"), extra_indices=args.get("extra_indices"),
-        extra_topk_length=args.get("extra_topk_length"), sm_scale=case.sm_scale, lse_base2_sink=case.lse_base2,
-    )  # fmt: skip
-    r64 = reference.sparse_mla_decode_ref(
-        args["q"], args["kv_cache"], args["indices"], compute_dtype=torch.float64, out_dtype=torch.float64, **ref_kw
-    )
+    r64 = reference_for(args, case.sm_scale, case.lse_base2, torch.float64)
     prev = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = False
     try:
-        r32 = reference.sparse_mla_decode_ref(args["q"], args["kv_cache"], args["indices"], **ref_kw)
+        r32 = reference_for(args, case.sm_scale, case.lse_base2, torch.float32)
     finally:
         torch.backends.cuda.matmul.allow_tf32 = prev
     c32 = compare_outputs(r32[0].to(torch.bfloat16), r32[1], *r64)
@@ -571,11 +576,7 @@ def explain_case(
     ref_out, ref_lse = r64
     q = args["q"].to(torch.float64)
     qmax = q.abs().amax(dim=-1)  # [T, H]
-    valid = reference.candidates(args["kv_cache"], args["indices"], args.get("topk_length"))[1].sum(-1)
-    if "extra_kv_cache" in args:
-        valid = valid + reference.candidates(
-            args["extra_kv_cache"], args["extra_indices"], args.get("extra_topk_length")
-        )[1].sum(-1)
+    valid = _all_candidates(args)[1].sum(-1)
 
     assert TOL.lse_atol is not None and TOL.lse_rtol is not None
     el = tolerance_ratios(lse, ref_lse, TOL.lse_atol, TOL.lse_rtol)

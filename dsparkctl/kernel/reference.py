@@ -52,6 +52,25 @@ def candidates(
     return rows, valid
 
 
+def all_candidates(
+    kv_cache: torch.Tensor,
+    indices: torch.Tensor,
+    topk_length: torch.Tensor | None = None,
+    extra_kv_cache: torch.Tensor | None = None,
+    extra_indices: torch.Tensor | None = None,
+    extra_topk_length: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``candidates`` of the main cache, then of the extra one (one softmax spans both):
+    (rows [T, k + extra_k, 512], validity [T, k + extra_k])."""
+    import torch
+
+    rows, valid = candidates(kv_cache, indices, topk_length)
+    if extra_kv_cache is not None and extra_indices is not None:
+        erows, evalid = candidates(extra_kv_cache, extra_indices, extra_topk_length)
+        rows, valid = torch.cat([rows, erows], dim=1), torch.cat([valid, evalid], dim=1)
+    return rows, valid
+
+
 def sparse_mla_decode_ref(
     q: torch.Tensor,
     kv_cache: torch.Tensor,
@@ -89,17 +108,11 @@ def sparse_mla_decode_ref(
     outs, lses = [], []
     for t0 in range(0, t_total, chunk):
         sl = slice(t0, min(t_total, t0 + chunk))
-        rows, valid = candidates(
-            kv_cache, indices[sl], None if topk_length is None else topk_length[sl]
-        )
-        if extra_kv_cache is not None and extra_indices is not None:
-            erows, evalid = candidates(
-                extra_kv_cache,
-                extra_indices[sl],
-                None if extra_topk_length is None else extra_topk_length[sl],
-            )
-            rows = torch.cat([rows, erows], dim=1)
-            valid = torch.cat([valid, evalid], dim=1)
+        rows, valid = all_candidates(
+            kv_cache, indices[sl], None if topk_length is None else topk_length[sl],
+            extra_kv_cache, None if extra_indices is None else extra_indices[sl],
+            None if extra_topk_length is None else extra_topk_length[sl],
+        )  # fmt: skip
         kv = rows.to(device=q.device, dtype=cdt)
         valid = valid.to(q.device)
         qc = q[sl].to(cdt)
