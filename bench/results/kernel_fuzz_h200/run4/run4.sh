@@ -12,6 +12,6 @@ timeout 230 python3 -m pytest tests/test_kernel_gpu.py -q -p no:cacheprovider > 
 echo "kernel gpu tests rc=$?"; tail -2 "$R/gpu_tests.log"; grep FAILED "$R/gpu_tests.log" | head
 timeout 100 python3 -m pytest tests/test_kernel_fuzz.py -q -p no:cacheprovider -m gpu > "$R/fuzz_tests.log" 2>&1
 echo "fuzz gpu tests rc=$?"; tail -2 "$R/fuzz_tests.log"; grep FAILED "$R/fuzz_tests.log" | head
-timeout 150 python3 bench/kernel_fuzz.py --seed 0 --cases 100000 --time-budget ${BUDGET:-110} --json "$R/fuzz_shipped.json" > "$R/fuzz_shipped.log" 2>&1
+timeout 150 python3 bench/kernel_fuzz.py --seed ${SEED0:-0} --cases 100000 --time-budget ${BUDGET:-110} --json "$R/fuzz_shipped.json" > "$R/fuzz_shipped.log" 2>&1
 echo "campaign rc=$?"; grep -E "FAIL|ERROR|\"cases\"|\"failed\"|verdicts|nondet|alone|graphs|strict|limited\"" "$R/fuzz_shipped.log" | head -30
 gzip -f "$R"/fuzz_*.json
