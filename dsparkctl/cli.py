@@ -8,6 +8,7 @@ command body so that ``dsparkctl doctor`` stays fast.
 from __future__ import annotations
 
 import importlib
+import sys
 
 import typer
 
@@ -46,11 +47,23 @@ for _name in _COMMAND_MODULES:
 
 
 def main() -> None:
-    """Anything not already turned into a finding or a usage error still ends in one line."""
+    """Anything not already turned into a finding or a usage error still ends in one line.
+
+    ``app()`` runs click in standalone mode, which turns ``typer.Exit`` into ``sys.exit``
+    only inside it: out here ``fail_usage``'s ``typer.Exit`` would escape as a traceback
+    (and exit 1), so it is converted by hand.
+    """
     try:
         app()
     except NoVerdictError as exc:
-        fail_usage(str(exc))
+        _exit_usage(str(exc))
     except OSError as exc:
-        fail_usage(f"{exc.filename or 'I/O'}: {exc.strerror or exc}; check the path and its "
-                   "permissions")
+        _exit_usage(f"{exc.filename or 'I/O'}: {exc.strerror or exc}; check the path and its "
+                    "permissions")
+
+
+def _exit_usage(message: str) -> None:
+    try:
+        fail_usage(message)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)

@@ -102,19 +102,32 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _write_new(path: Path, data: bytes, mode: int | None = None) -> None:
-    """Write a file that must not exist yet, fsynced (temps and saved copies)."""
+def _write_new(path: Path, data: bytes, mode: int | None = None,
+               owner: tuple[int, int] | None = None) -> None:
+    """Write a file that must not exist yet, fsynced (temps and saved copies).
+
+    ``owner`` (uid, gid) is given to files that replace or join a target tree: run as root,
+    a patch must not hand a service user's 0640 file to root (the server could no longer
+    read it). Only root can give a file away; anyone else's files are theirs already.
+    """
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644 if mode is None else mode)
     try:
         view = memoryview(data)
         while view:
             n = os.write(fd, view)
             view = view[n:]
+        if owner is not None and os.geteuid() == 0:
+            os.fchown(fd, *owner)
         if mode is not None:
-            os.fchmod(fd, mode)
+            os.fchmod(fd, mode)  # after fchown, which clears set-id bits
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _owner_of(path: Path) -> tuple[int, int]:
+    st = path.stat()
+    return st.st_uid, st.st_gid
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -326,7 +339,9 @@ class Transaction:
                 mode = step.mode
                 if mode is None and step.old_sha is not None:
                     mode = path.stat().st_mode & 0o7777
-                _write_new(Path(step.temp or ""), self._contents[i], mode)
+                # A replaced file keeps its owner; a new one takes its folder's.
+                owner = _owner_of(path if step.old_sha is not None else path.parent)
+                _write_new(Path(step.temp or ""), self._contents[i], mode, owner)
             elif step.kind == "move":
                 if os.path.lexists(step.dst or "") and step.dst not in freed:
                     raise PatchError(f"cannot move {step.path} to {step.dst}: it already exists")
@@ -419,7 +434,7 @@ def _undo_step(step: Step) -> str | None:
             tmp = path.with_name(path.name + ".dsparkctl-rollback.tmp")
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
-            _write_new(tmp, data, mode)
+            _write_new(tmp, data, mode, _owner_of(path))
             os.replace(tmp, path)
         _fsync_dir(path.parent)
         return None

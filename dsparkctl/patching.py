@@ -74,6 +74,7 @@ __all__ = [
     "PatchRefused",
     "RevertResult",
     "Target",
+    "WrongTarget",
     "apply",
     "apply_patch",
     "find_site_packages",
@@ -83,6 +84,7 @@ __all__ = [
     "recover_target",
     "revert",
     "specs",
+    "stale_patches",
     "status",
 ]
 
@@ -94,6 +96,10 @@ STATE_SCHEMA = 1
 
 class PatchRefused(PatchError):
     """The target is not what the patch was written for; nothing was written."""
+
+
+class WrongTarget(PatchError):
+    """The folder given is not a site-packages holding the patch's package (bad usage)."""
 
 
 # --------------------------------------------------------------------------- targets
@@ -363,10 +369,10 @@ def plan_patch(spec: PatchSpec, target: Target, params: Mapping[str, Any] | None
     """
     site = target.site
     if not site.is_dir():
-        raise PatchError(f"{site} is not a directory")
+        raise WrongTarget(f"{site} is not a directory")
     version = installed_version(site, spec.distribution)
     if version is None:
-        raise PatchError(f"{spec.distribution} is not installed in {site}")
+        raise WrongTarget(f"{spec.distribution} is not installed in {site}")
     blockers: list[str] = []
     notes: list[str] = []
     known = spec.knows(version)
@@ -443,7 +449,14 @@ def plan_patch(spec: PatchSpec, target: Target, params: Mapping[str, Any] | None
             try:
                 compile(new, str(path), "exec", dont_inherit=True)
             except SyntaxError as exc:
-                raise PatchError(f"patched {tf.path} would not compile: {exc}") from exc
+                if compile_ok(original):
+                    raise PatchError(f"patched {tf.path} would not compile: {exc} (dsparkctl "
+                                     f"bug)") from exc
+                # The target file itself is broken: that is the finding, not the patch.
+                raise PatchRefused(f"{path} does not compile as it is ({exc}): "
+                                   + (" | ".join(blockers) if blockers else
+                                      f"reinstall {spec.distribution} {version}")
+                                   + "; nothing was written") from exc
         if new == original:
             notes.append(f"{tf.path}: nothing to add (already has what the patch adds)")
         if new != current:
@@ -519,6 +532,14 @@ def plan_patch(spec: PatchSpec, target: Target, params: Mapping[str, Any] | None
                      already_applied=rec is not None, known_version=known, imports=imports)
 
 
+def compile_ok(source: bytes) -> bool:
+    try:
+        compile(source, "<target>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
 
@@ -564,8 +585,12 @@ def apply_patch(patch_id: str, target: Target, params: Mapping[str, Any] | None 
 
 def apply(plan: PatchPlan, *, force: bool = False, dry_run: bool = False,
           import_check: bool = True) -> ApplyResult:
-    """Write ``plan`` (re-planned and re-verified under the lock), all or nothing."""
-    if plan.blockers and not force:
+    """Write ``plan`` (re-planned and re-verified under the lock), all or nothing.
+
+    A patch applied earlier with ``--force`` and unchanged since is reported as applied (no
+    change): a second run changes nothing, and refusing it would read as a new problem.
+    """
+    if plan.blockers and not force and not _forced_and_unchanged(plan):
         raise PatchRefused("refused: " + " | ".join(plan.blockers) + "; nothing was written")
     if dry_run:
         msg = "would change nothing (already applied)" if plan.no_change else \
@@ -578,7 +603,7 @@ def apply(plan: PatchPlan, *, force: bool = False, dry_run: bool = False,
         with locked(target.state_dir):
             recovered = recover(target.state_dir)
             fresh = plan_patch(plan.spec, target, plan.params, force=force)
-            if fresh.blockers and not force:
+            if fresh.blockers and not force and not _forced_and_unchanged(fresh):
                 raise PatchRefused("refused: " + " | ".join(fresh.blockers)
                                    + "; nothing was written")
             if fresh.fingerprint() != plan.fingerprint() and not recovered:
@@ -603,9 +628,15 @@ def apply(plan: PatchPlan, *, force: bool = False, dry_run: bool = False,
                        checks=checks)
 
 
+def _forced_and_unchanged(plan: PatchPlan) -> bool:
+    return plan.no_change and plan.already_applied and bool(
+        read_state(plan.target)["patches"].get(plan.spec.id, {}).get("forced"))
+
+
 def _no_change_message(plan: PatchPlan) -> str:
     if plan.already_applied:
-        return f"{plan.spec.id} is already applied: no change"
+        forced = " (applied with --force earlier)" if _forced_and_unchanged(plan) else ""
+        return f"{plan.spec.id} is already applied{forced}: no change"
     return (f"nothing to change: {plan.spec.distribution} {plan.version} already has what "
             f"{plan.spec.id} adds")
 
@@ -754,16 +785,20 @@ def import_check_in(target: Target, imports: Sequence[tuple[str, str | None, str
 FileState = Literal["as-written", "original", "changed", "missing"]
 
 
+BackupState = Literal["ok", "missing", "damaged"]
+
+
 @dataclass
 class FileStatus:
     path: str
     action: str
     state: FileState
     sha256: str | None
+    backup: BackupState | None = None  # modified files: can the revert put the original back?
 
     def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "action": self.action, "state": self.state,
-                "sha256": self.sha256}
+                "sha256": self.sha256, "backup": self.backup}
 
 
 @dataclass
@@ -783,7 +818,7 @@ class AppliedPatch:
         # A JIT cache rebuilt (or wiped) since is expected; a prebuilt module
         # back in site-packages (flashinfer-jit-cache reinstalled) shadows again.
         return (self.installed_version == self.version
-                and all(f.state == "as-written" for f in self.files)
+                and all(f.state == "as-written" and f.backup in (None, "ok") for f in self.files)
                 and all(m["state"] == "aside" for m in self.set_aside
                         if m.get("root", "site") == "site"))
 
@@ -811,7 +846,12 @@ def status(target: Target) -> list[AppliedPatch]:
                 st = "original"
             else:
                 st = "changed"
-            files.append(FileStatus(fr["path"], fr["action"], st, cur))
+            backup: BackupState | None = None
+            if fr["action"] == "modify":
+                saved = sha256_file(target.state_dir / fr["backup"])
+                backup = ("ok" if saved == fr["original_sha256"] else
+                          "missing" if saved is None else "damaged")
+            files.append(FileStatus(fr["path"], fr["action"], st, cur, backup))
         moves = []
         for mv in rec.get("set_aside", []):
             aside = os.path.lexists(mv["aside"])
@@ -822,6 +862,29 @@ def status(target: Target) -> list[AppliedPatch]:
                                 installed_version(target.site, rec["distribution"]),
                                 rec.get("params", {}), rec.get("applied_at", ""),
                                 bool(rec.get("forced")), files, moves))
+    return out
+
+
+def stale_patches(target: Target) -> list[tuple[str, list[str]]]:
+    """Applied patches whose files, written today, would differ from what is on disk.
+
+    The route config records which shapes FlashInfer serves; reverting (or upgrading)
+    FlashInfer afterwards leaves it claiming kernels that are gone, and the draft calls it
+    no longer routes abort again. Re-planning each patch finds that. Patches that cannot be
+    planned (drift, a damaged backup) are reported by ``status`` already and skipped here.
+    """
+    out: list[tuple[str, list[str]]] = []
+    for pid in read_state(target)["patches"]:
+        try:
+            spec = get_spec(pid)
+            # The FlashInfer reading recorded at apply time is what may be stale: read it anew.
+            params = ({"flashinfer_decode": read_flashinfer_decode(target.site)}
+                      if "flashinfer_decode" in spec.params else None)
+            plan = plan_patch(spec, target, params, force=True)
+        except (PatchError, ValueError, OSError):
+            continue
+        if not plan.no_change:
+            out.append((pid, [c.rel for c in plan.changes]))
     return out
 
 
@@ -862,12 +925,65 @@ def revert(target: Target, patch_id: str | None = None, *,
             txn.commit()
             for d in cleanup:
                 remove_empty_dirs(d, target.state_dir)
+            if not (target.state_dir / STATE_FILE).exists():
+                # A run killed between its commit and this cleanup left empty backup folders;
+                # with no patch left they are only in the way of a byte-identical tree.
+                _remove_empty_folders(target.state_dir / BACKUPS)
     except OSError as exc:
         if is_permission_error(exc):
             raise NotWritable(not_writable_message(Path(exc.filename or target.site), exc)
                               ) from exc
         raise PatchError(f"revert failed and was rolled back: {exc}") from exc
     return results
+
+
+def _remove_empty_folders(root: Path) -> None:
+    for dirpath, _dirs, _files in sorted(os.walk(root), key=lambda w: -len(w[0])):
+        try:
+            os.rmdir(dirpath)
+        except OSError:
+            continue
+
+
+def _backup_bytes(backup: Path, fr: Mapping[str, Any], pid: str) -> bytes:
+    try:
+        original = backup.read_bytes()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        raise PatchRefused(f"the backup of {fr['path']} ({backup}) is gone; not reverting {pid}; "
+                           f"nothing was changed. Reinstall the package to get its original "
+                           f"files back, then remove {backup.parent}") from None
+    if sha256_bytes(original) != fr["original_sha256"]:
+        raise PatchRefused(f"backup {backup} is damaged; not reverting {pid}; nothing was "
+                           f"changed. Reinstall the package to get its original files back")
+    return original
+
+
+def _refuse_dangling_revert(target: Target, pid: str, rec: Mapping[str, Any]) -> None:
+    """Refuse a revert that would delete files a changed target file still uses.
+
+    Reverting removes the files the patch created (the router). A modified file that was
+    edited again since the apply is left alone, and if it still names one of those files
+    (the hook) the server would fail at its first call with nothing left to report it.
+    Then nothing is reverted: the person restores the file first, and the revert goes on.
+    """
+    names = {Path(f["path"]).stem.encode() for f in rec["files"] if f["action"] == "create"}
+    if not names:
+        return
+    for fr in rec["files"]:
+        if fr["action"] != "modify":
+            continue
+        path = target.site / fr["path"]
+        cur = sha256_file(path)
+        if cur in (None, fr["written_sha256"], fr["original_sha256"]):
+            continue
+        used = sorted(n.decode() for n in names if n in path.read_bytes())
+        if used:
+            raise PatchRefused(
+                f"{path} changed since {pid} was applied and still uses {', '.join(used)}, which "
+                f"the revert would delete; nothing was reverted. Restore that file (reinstall "
+                f"{rec.get('distribution')} {rec.get('version')}: pip install --force-reinstall "
+                f"--no-deps {rec.get('distribution')}=={rec.get('version')}), or remove the "
+                f"edit, then revert again")
 
 
 def _revert_plan(target: Target, state: dict[str, Any], patch_id: str | None, *,
@@ -885,21 +1001,26 @@ def _revert_plan(target: Target, state: dict[str, Any], patch_id: str | None, *,
         restored: list[str] = []
         left: list[str] = []
         diffs: list[str] = []
+        _refuse_dangling_revert(target, pid, rec)
         for fr in rec["files"]:
             path = target.site / fr["path"]
             cur = sha256_file(path)
             if fr["action"] == "modify":
                 backup = sd / fr["backup"]
-                if cur == fr["written_sha256"]:
-                    original = backup.read_bytes()
-                    if sha256_bytes(original) != fr["original_sha256"]:
-                        raise PatchError(f"backup {backup} is damaged; not reverting {pid}")
+                # A file deleted from a package that is still there gets its original back
+                # (a package removed whole, folder and all, is left removed).
+                missing = cur is None and path.parent.is_dir()
+                if cur == fr["written_sha256"] or missing:
+                    original = _backup_bytes(backup, fr, pid)
                     if dry_run:
-                        diffs.append(FileChange(fr["path"], path, "modify", path.read_bytes(),
+                        diffs.append(FileChange(fr["path"], path, "modify",
+                                                b"" if missing else path.read_bytes(),
                                                 original).diff())
                     else:
                         txn.put(path, original, expect_sha=cur)
-                    restored.append(fr["path"])
+                    restored.append(fr["path"] + (" (was missing)" if missing else ""))
+                elif cur is None:
+                    left.append(f"{fr['path']} (its folder is gone: the package was removed)")
                 elif cur != fr["original_sha256"]:
                     left.append(f"{fr['path']} (changed since the apply; left as it is)")
                 if not dry_run:

@@ -21,6 +21,18 @@ from dsparkctl.patching import STATE_DIR
 from dsparkctl.routing import PATCH_STATE_DIR
 
 
+def _cuda_torch() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.version.cuda is not None
+
+
+cpu_torch_only = pytest.mark.skipif(_cuda_torch(), reason="asserts what a CPU-only torch makes "
+                                    "install-kernels say (CI's); this torch is a CUDA build")
+
+
 def run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "dsparkctl", *args], capture_output=True,
                           text=True, timeout=300)
@@ -66,13 +78,20 @@ def test_state_dir_constant_matches_engine() -> None:
     assert PATCH_STATE_DIR == STATE_DIR
 
 
-def test_dry_run_without_gpu_explains_and_exits_0() -> None:
-    res = run("install-kernels", "--dry-run")
-    assert res.returncode == 0, res.stderr
-    out = res.stdout + res.stderr
-    assert "--arch" in out and "would" in out
+@cpu_torch_only
+def test_dry_run_without_gpu_explains_and_predicts_the_failure() -> None:
+    """The dry run says what the real run would do; the real run stops without a GPU, so the
+    dry run is not healthy (exit 1, a finding per reason) while still saying what it would do."""
+    res = run("install-kernels", "--dry-run", "--json")
+    assert res.returncode == 1, res.stderr
+    doc = json.loads(res.stdout)
+    errors = {f["id"]: f for f in doc["findings"] if f["severity"] == "error"}
+    assert "install-no-arch" in errors and "--arch" in errors["install-no-arch"]["fix"]
+    assert "the real run would stop here" in errors["install-no-arch"]["title"]
+    assert any(f["id"] == "install-would-build" for f in doc["findings"])
 
 
+@cpu_torch_only
 def test_real_install_without_gpu_is_a_usage_error() -> None:
     res = run("install-kernels")
     assert res.returncode == 2 and "Traceback" not in res.stderr
@@ -86,10 +105,13 @@ def sglang_site(tmp_path: Path, wheels) -> Path:
                                 copy=True, only=["sglang", "flashinfer"])
 
 
+@cpu_torch_only
 def test_dry_run_shows_the_diff_and_changes_nothing(sglang_site: Path) -> None:
     before = tree_hash(sglang_site)
     res = run("install-kernels", "--dry-run", "--arch", "12.0", "--site-packages", str(sglang_site))
-    assert res.returncode == 0, res.stdout + res.stderr
+    # this CPU-only torch cannot build the kernel: the real run would stop, so exit 1
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "the real run would stop here" in res.stdout and "CPU-only" in res.stdout
     assert "+++" in res.stdout and "_dsparkctl_route" in res.stdout
     assert tree_hash(sglang_site) == before
 

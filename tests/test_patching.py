@@ -453,6 +453,20 @@ def test_revert_killed_at_every_step_is_old_or_new(sg17: Target) -> None:
 
 
 @pytest.mark.network
+def test_revert_killed_after_its_commit_then_revert_again_is_the_old_tree(sg17: Target) -> None:
+    """Killed after the commit point, the revert has left only its cleanup (empty backup
+    folders, the lock): the next revert, with nothing to revert, still ends byte-identical."""
+    site = sg17.site
+    before = snapshot(site)
+    _apply(sg17)
+    proc = _driver(site, "revert", 5)
+    proc.communicate(timeout=120)
+    assert proc.returncode == 97
+    assert revert(sg17) == []
+    assert diff_snapshots(before, snapshot(site)) == []
+
+
+@pytest.mark.network
 def test_in_process_failure_at_every_step_rolls_back(sg17: Target,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     before = snapshot(sg17.site)
@@ -519,6 +533,94 @@ def test_reinstalled_file_is_drift_and_revert_leaves_it(sg17: Target) -> None:
     [rr] = revert(sg17)
     assert any("left as it is" in x for x in rr.left_alone)
     assert (site / SGLANG_FILE).read_bytes().endswith(b"# someone else's edit\n")
+
+
+@pytest.mark.network
+def test_revert_refuses_to_delete_the_router_a_changed_file_still_imports(sg17: Target) -> None:
+    """A hooked file edited again since the apply is left alone by the revert; deleting the
+    router it imports would break the server at its first call with nothing left to report it.
+    So nothing is reverted until the file is restored; then the revert goes on."""
+    site = sg17.site
+    before = snapshot(site)
+    stock = (site / SGLANG_FILE).read_bytes()
+    _apply(sg17)
+    (site / SGLANG_FILE).write_bytes((site / SGLANG_FILE).read_bytes() + b"# an edit\n")
+    edited = snapshot(site)
+    for dry_run in (True, False):
+        with pytest.raises(PatchRefused, match="still uses _dsparkctl_route"):
+            revert(sg17, dry_run=dry_run)
+        assert snapshot(site) == edited
+    [applied] = status(sg17)
+    assert {f.path: f.state for f in applied.files}[SGLANG_FILE] == "changed"
+    (site / SGLANG_FILE).write_bytes(stock)  # pip install --force-reinstall
+    [rr] = revert(sg17)
+    assert "_dsparkctl_route.py" in rr.restored
+    assert diff_snapshots(before, snapshot(site)) == []
+
+
+@pytest.mark.network
+def test_revert_restores_a_deleted_patched_file_from_its_backup(sg17: Target) -> None:
+    site = sg17.site
+    before = snapshot(site)
+    _apply(sg17)
+    (site / SGLANG_FILE).unlink()
+    [rr] = revert(sg17)
+    assert any(SGLANG_FILE in x for x in rr.restored)
+    assert diff_snapshots(before, snapshot(site)) == []
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("damage", ["missing", "damaged"])
+def test_status_and_revert_see_a_lost_backup(sg17: Target, damage: str) -> None:
+    _apply(sg17)
+    backup = next((sg17.state_dir / "backups").rglob("flash_mla_sm120.py"))
+    if damage == "missing":
+        backup.unlink()
+    else:
+        backup.write_bytes(backup.read_bytes() + b"x")
+    [applied] = status(sg17)
+    assert not applied.intact
+    assert {f.path: f.backup for f in applied.files}[SGLANG_FILE] == damage
+    after = snapshot(sg17.site)
+    with pytest.raises(PatchRefused, match="backup"):
+        revert(sg17)
+    assert snapshot(sg17.site) == after
+
+
+@pytest.mark.network
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving files to another user needs root")
+def test_apply_and_revert_keep_the_owner_of_files(sg17: Target) -> None:
+    """Run as root over a service user's tree, the files stay the service user's: a 0640 file
+    handed to root would be unreadable to the server."""
+    site = sg17.site
+    path = site / SGLANG_FILE
+    uid, gid = 65534, 65534
+    for p in [site, *site.rglob("*")]:
+        os.chown(p, uid, gid)
+    path.chmod(0o640)
+    _apply(sg17)
+    for p in (path, site / "_dsparkctl_route.py", site / "_dsparkctl_route.json"):
+        st = p.stat()
+        assert (st.st_uid, st.st_gid) == (uid, gid), p
+    assert path.stat().st_mode & 0o777 == 0o640
+    revert(sg17)
+    st = path.stat()
+    assert (st.st_uid, st.st_gid, st.st_mode & 0o777) == (uid, gid, 0o640)
+
+
+@pytest.mark.network
+def test_a_forced_apply_reapplied_is_no_change(sg17: Target) -> None:
+    """An unknown version patched with --force: the second run (without --force) reports the
+    patch as applied, it does not refuse it again."""
+    dist = next(sg17.site.glob("sglang-*.dist-info"))
+    meta = dist / "METADATA"
+    meta.write_text(re.sub(r"^Version: .*$", "Version: 0.5.99", meta.read_text(), count=1,
+                           flags=re.M))
+    with pytest.raises(PatchRefused, match="not a version"):
+        _apply(sg17)
+    assert _apply(sg17, force=True).forced
+    res = _apply(sg17)
+    assert not res.changed and "already applied" in res.message
 
 
 @pytest.mark.network

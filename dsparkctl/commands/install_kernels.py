@@ -15,7 +15,13 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from dsparkctl.commands.patches import _error_finding, _finish, _target, revert_findings
+from dsparkctl.commands.patches import (
+    _error_finding,
+    _finish,
+    _target,
+    absolute_python,
+    revert_findings,
+)
 from dsparkctl.errors import UsageError
 from dsparkctl.findings import Finding, Severity
 from dsparkctl.output import console, err_console, fail_usage
@@ -61,6 +67,7 @@ def install_kernels(
         fail_usage(f"--route {route!r}: use 'missing' or 'all'")
     if backend not in ("bundled", "flashinfer"):
         fail_usage(f"--backend {backend!r}: use 'bundled' or 'flashinfer'")
+    python = absolute_python(python)
     say = (lambda _m: None) if as_json else (lambda m: err_console.print(f"[cyan]•[/cyan] {escape(m)}"))
     findings: list[Finding] = []
     sections: dict[str, Any] = {"dry_run": dry_run}
@@ -111,7 +118,9 @@ def install_kernels(
         if not dry_run:
             fail_usage(str(exc))
         arch_n = None
-        findings.append(Finding("install-no-arch", Severity.WARNING, str(exc),
+        # The dry run says what the real run would do: stop here (so exit 1, not healthy).
+        findings.append(Finding("install-no-arch", Severity.ERROR,
+                                f"the real run would stop here: {exc}",
                                 "pass --arch 12.0 (or 12.1, 9.0) to build for a GPU not here"))
     torch_info = None
     try:
@@ -123,8 +132,10 @@ def install_kernels(
     except UsageError as exc:
         if not dry_run:
             fail_usage(str(exc))
-        findings.append(Finding("install-no-torch", Severity.WARNING, str(exc),
-                                "install-kernels needs the serving environment's torch to build"))
+        findings.append(Finding("install-no-torch", Severity.ERROR,
+                                f"the real run would stop here: {exc}",
+                                "install-kernels needs the serving environment's torch (a CUDA "
+                                "build) to build: point --python at the serving environment"))
     prefix = (prefix or install.default_prefix()).expanduser().resolve()
     sections["prefix"] = str(prefix)
 
@@ -194,17 +205,17 @@ def install_kernels(
 
 def _apply(patch_id: str, target: Any, params: dict[str, Any] | None, *, force: bool,
            dry_run: bool, as_json: bool, findings: list[Finding], sections: dict[str, Any]) -> Any:
-    """Apply one patch; a refusal ends the command with its finding (exit 1), a target the
-    patch is not for ends it as bad usage (exit 2). A dry run prints the diff."""
+    """Apply one patch; a refusal ends the command with its finding (exit 1), a folder without
+    the package ends it as bad usage (exit 2). A dry run prints the diff."""
     from dsparkctl import patching
 
     try:
         res = patching.apply_patch(patch_id, target, params, force=force, dry_run=dry_run)
-    except (patching.PatchRefused, patching.PatchLocked, patching.NotWritable) as exc:
+    except patching.WrongTarget as exc:
+        fail_usage(str(exc))
+    except patching.PatchError as exc:
         findings.append(_error_finding(exc, patch_id))
         _finish("install", findings, as_json, command="install-kernels", **sections)
-    except patching.PatchError as exc:
-        fail_usage(str(exc))
     if dry_run and not as_json:
         sys.stdout.write(res.plan.diff_text())
         sys.stdout.flush()

@@ -8,6 +8,7 @@ why and what to do), 2 bad usage.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ def _target(python: Path | None, site_packages: Path | None, distribution: str,
 
     if python is not None and site_packages is not None:
         fail_usage("give one target: --python PATH or --site-packages DIR, not both")
+    python = absolute_python(python)
     if site_packages is not None:
         if not site_packages.is_dir():
             fail_usage(f"--site-packages {site_packages}: no such folder; pass the folder that "
@@ -42,6 +44,12 @@ def _target(python: Path | None, site_packages: Path | None, distribution: str,
     except PatchError as exc:
         fail_usage(str(exc))
     return Target(site, python or Path(sys.executable), workspace)
+
+
+def absolute_python(python: Path | None) -> Path | None:
+    """An absolute path to the interpreter, symlinks kept (a venv's python is a link whose
+    target is outside the venv): the import check runs it from another working folder."""
+    return None if python is None else Path(os.path.abspath(python.expanduser()))
 
 
 def _parse_pairs(raw: list[str]) -> list[list[int]] | None:
@@ -79,7 +87,7 @@ def _error_finding(exc: Exception, patch_id: str | None) -> Finding:
             "patch-not-writable" if isinstance(exc, NotWritable) else "patch-refused")
     fix = {"patch-locked": "wait for the other dsparkctl run to finish, then run again",
            "patch-not-writable": "run as the owner of the environment, or patch a writable copy",
-           }.get(kind, "see the message; --force overrides only version and hash checks")
+           }.get(kind, "see the message: it names what was found and what to do")
     return Finding(id=kind, severity=Severity.ERROR,
                    title=f"{patch_id or 'patches'}: {exc}", fix=fix,
                    data={"patch": patch_id} if patch_id else {})
@@ -108,12 +116,9 @@ def apply_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print only JSON."),
 ) -> None:
     """Apply patches (verified, atomic, backed up; a second run changes nothing)."""
-    from dsparkctl.patch_txn import RecoveryConflict
     from dsparkctl.patching import (
-        NotWritable,
         PatchError,
-        PatchLocked,
-        PatchRefused,
+        WrongTarget,
         apply,
         get_spec,
         plan_patch,
@@ -123,6 +128,9 @@ def apply_cmd(
     ids = patch or [DEFAULT_PATCH]
     if route is not None and route not in ("missing", "all"):
         fail_usage(f"--route {route!r}: use 'missing' or 'all'")
+    if kernel_manifest is not None and not kernel_manifest.is_file():
+        fail_usage(f"--kernel-manifest {kernel_manifest}: no such file; pass the manifest.json "
+                   f"that `dsparkctl install-kernels` wrote (its path is in that command's output)")
     pairs = _parse_pairs(pair)
     findings: list[Finding] = []
     results: list[dict[str, Any]] = []
@@ -147,11 +155,11 @@ def apply_cmd(
             recovered = None if dry_run else recover_target(target)
             plan = plan_patch(spec, target, params, force=force)
             res = apply(plan, force=force, dry_run=dry_run, import_check=not no_import_check)
-        except (PatchRefused, PatchLocked, NotWritable, RecoveryConflict) as exc:
+        except WrongTarget as exc:  # the folder does not hold the package: bad usage
+            fail_usage(str(exc))
+        except PatchError as exc:  # a finding about the target (exit 1)
             findings.append(_error_finding(exc, pid))
             continue
-        except PatchError as exc:  # the target is not one this patch is for
-            fail_usage(str(exc))
         if recovered:
             findings.append(Finding(id="patch-recovered", severity=Severity.WARNING,
                                     title=f"{target.site}: {recovered}"))
@@ -191,6 +199,7 @@ def _any_target(python: Path | None, site_packages: Path | None, workspace: Path
 
     if site_packages is not None:
         return _target(python, site_packages, "sglang", workspace)
+    python = absolute_python(python)
     for dist in ("sglang", "flashinfer-python"):
         try:
             return Target(find_site_packages(python, dist), python or Path(sys.executable),
@@ -208,7 +217,7 @@ def status_cmd(
 ) -> None:
     """List applied patches and whether the files on disk still match what was written."""
     from dsparkctl.patch_txn import pending_journal
-    from dsparkctl.patching import PatchError, status
+    from dsparkctl.patching import PatchError, stale_patches, status
 
     target = _any_target(python, site_packages, None)
     try:
@@ -226,13 +235,34 @@ def status_cmd(
     if not applied:
         findings.append(Finding(id="patch-none", severity=Severity.INFO,
                                 title=f"no dsparkctl patches are applied in {target.site}"))
+    stale = dict(stale_patches(target)) if applied else {}
     for a in applied:
+        if a.intact and a.id in stale:
+            findings.append(Finding(
+                id="patch-stale", severity=Severity.ERROR,
+                title=f"{a.id}: what it wrote no longer fits the target (written today it would "
+                      f"change {', '.join(stale[a.id])}): e.g. its route config still lists "
+                      f"the FlashInfer kernels of the release it was applied over",
+                fix=f"`dsparkctl patches apply --patch {a.id}` (refreshes it; "
+                    f"--dry-run shows the diff)"))
+            continue
         if a.intact:
             findings.append(Finding(id="patch-intact", severity=Severity.INFO,
                                     title=f"{a.id}: applied to {a.distribution} {a.version}, "
                                           f"files match what was written"))
             continue
+        broken = [f"{f.path}: backup {f.backup}" for f in a.files if f.backup not in (None, "ok")]
+        if broken and all(f.state == "as-written" for f in a.files):
+            findings.append(Finding(
+                id="patch-backup-lost", severity=Severity.ERROR,
+                title=f"{a.id}: applied, but the revert cannot restore the originals: "
+                      + "; ".join(broken),
+                fix=f"reinstall {a.distribution} {a.version} (pip install --force-reinstall "
+                    f"--no-deps {a.distribution}=={a.version}), then `dsparkctl patches "
+                    f"revert --patch {a.id}` (it removes the rest) and apply again"))
+            continue
         bad = [f"{f.path}: {f.state}" for f in a.files if f.state != "as-written"]
+        bad += broken
         bad += [f"{m['path']}: {m['state']}" for m in a.set_aside if m["state"] != "aside"]
         if a.installed_version != a.version:
             bad.insert(0, f"{a.distribution} is now {a.installed_version}")
@@ -240,8 +270,9 @@ def status_cmd(
             id="patch-drift", severity=Severity.ERROR,
             title=f"{a.id}: the files changed since it was applied (pip reinstall?)",
             detail="; ".join(bad),
-            fix=f"`dsparkctl patches revert --patch {a.id}` (leaves changed files alone), then "
-                f"apply again"))
+            fix=f"`dsparkctl patches revert --patch {a.id}`, then apply again (a file changed "
+                f"since is left alone; one that still uses the patch's router makes the revert "
+                f"refuse: reinstall {a.distribution} {a.version} first)"))
     _finish("status", findings, as_json, target=_target_json(target),
             patches=[a.to_json() for a in applied])
 
@@ -266,7 +297,7 @@ def revert_cmd(
     findings, results = revert_findings(target, patch, dry_run=dry_run)
     if dry_run and not as_json:
         sys.stdout.write("".join(r.diff for r in results))
-    if not as_json and not results:
+    if not as_json and not results and not any(f.severity == Severity.ERROR for f in findings):
         err_console.print(f"nothing to revert in {target.site}", markup=False)
     _finish("revert", findings, as_json, target=_target_json(target),
             patches=[r.to_json() for r in results])
@@ -286,6 +317,15 @@ def revert_findings(target: Any, patch: str | None, *, dry_run: bool
     if not results:
         findings.append(Finding(id="patch-none", severity=Severity.INFO,
                                 title=f"no dsparkctl patches are applied in {target.site}"))
+    if results and not dry_run:
+        from dsparkctl.patching import stale_patches
+
+        for pid, paths in stale_patches(target):
+            findings.append(Finding(
+                id="patch-stale", severity=Severity.WARNING,
+                title=f"{pid} (still applied) no longer fits the target after this revert: "
+                      f"written today it would change {', '.join(paths)}",
+                fix=f"`dsparkctl patches apply --patch {pid}` refreshes it"))
     for r in results:
         verb = "would restore" if dry_run else "restored"
         findings.append(Finding(id="patch-reverted", severity=Severity.INFO,

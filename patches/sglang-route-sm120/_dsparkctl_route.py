@@ -293,7 +293,13 @@ def maybe_route(kwargs: dict[str, Any], backend: str = "flashinfer") -> Any:
 
 
 def self_check() -> dict[str, Any]:
-    """Used by dsparkctl's post-apply import check: settings parse, no torch import."""
+    """Used by dsparkctl's post-apply import check: settings parse, the named kernel library
+    exists (a typo in the manifest path must fail the apply, not the first routed call), no
+    torch import."""
     cfg = load_config(CONFIG_PATH)
+    if cfg.manifest is not None:
+        lib, _sha = library_from_manifest(cfg.manifest)
+        if not lib.is_file():
+            raise RouteError(f"kernel library {lib} (from {cfg.manifest}) does not exist")
     return {"mode": cfg.mode, "manifest": str(cfg.manifest) if cfg.manifest else None,
             "flashinfer": cfg.fi_kind}
