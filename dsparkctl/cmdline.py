@@ -18,6 +18,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Literal
 
+from dsparkctl.envvars import is_secret_name, redact_value
 from dsparkctl.errors import UsageError
 from dsparkctl.plan import ServingConfig
 
@@ -64,7 +65,6 @@ LEGACY_NAMES = frozenset({"--cuda-graph-max-bs", "--cuda-graph-bs"})
 _ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _PYTHON_RE = re.compile(r"^(?:.*/)?python(?:\d+(?:\.\d+)?)?$")
 _LAUNCH_MODULES = {"sglang.launch_server"}
-_WRAPPERS = {"env", "exec", "nohup", "time", "stdbuf"}
 _NUMBER_RE = re.compile(r"^-\d")
 
 
@@ -90,33 +90,54 @@ def tokenize(line: str) -> list[str]:
     return words
 
 
-def _strip_launcher(words: list[str]) -> tuple[dict[str, str], list[str], bool]:
-    """(env assignments, argv after the launcher, positional model path allowed)."""
-    env: dict[str, str] = {}
-    i = 0
-    while i < len(words):
-        w = words[i]
-        if _ENV_RE.match(w):
-            k, v = w.split("=", 1)
-            env[k] = v
-            i += 1
-        elif w in _WRAPPERS:
-            i += 1
-        else:
-            break
+def _launch_at(words: list[str], i: int) -> tuple[list[str], bool] | None:
+    """(SGLang's argument words, positional model path allowed) if a launch starts at ``i``."""
     rest = words[i:]
     if len(rest) >= 2 and rest[0].rsplit("/", 1)[-1] == "sglang" and rest[1] == "serve":
-        return env, rest[2:], True
+        return rest[2:], True
     if rest and _PYTHON_RE.match(rest[0]):
         j = 1
         while j < len(rest) and rest[j].startswith("-") and rest[j] != "-m":
             j += 1  # interpreter options such as -u or -X dev
         if j + 1 < len(rest) and rest[j] == "-m" and rest[j + 1] in _LAUNCH_MODULES:
-            return env, rest[j + 2:], False
-    shown = " ".join(rest[:3]) if rest else "(nothing)"
+            return rest[j + 2:], False
+    return None
+
+
+def _shown(words: list[str]) -> str:
+    """Words of the pasted line as an error may quote them: never an assignment's value nor
+    the value of a secret-looking flag (``--api-key X``): the line is what gets pasted into
+    issues."""
+    out: list[str] = []
+    for k, word in enumerate(words):
+        name, eq, _value = word.partition("=")
+        prev = words[k - 1] if k else ""
+        if _ENV_RE.match(word) or (word.startswith("-") and eq and is_secret_name(name)):
+            out.append(f"{name}=...")
+        elif prev.startswith("-") and "=" not in prev and is_secret_name(prev):
+            out.append("...")
+        else:
+            out.append(redact_value(word))
+    return " ".join(out)
+
+
+def _strip_launcher(words: list[str]) -> tuple[dict[str, str], list[str], bool]:
+    """(env assignments, argv after the launcher, positional model path allowed).
+
+    The launch may sit behind wrappers with options of their own (``sudo -E -u svc``,
+    ``numactl -N 0``, ``env -u X``, ``taskset -c 0-15``): the first place where an SGLang
+    launch starts is taken, and every ``NAME=value`` word before it is the launch's env.
+    """
+    for i in range(len(words)):
+        found = _launch_at(words, i)
+        if found is not None:
+            env = dict(w.split("=", 1) for w in words[:i] if _ENV_RE.match(w))
+            return env, *found
+    shown = _shown(words[:3]) if words else "(nothing)"
     raise UsageError(
         f"launch line: {shown!r} is not an SGLang launch; expected 'sglang serve ...' or "
-        "'python -m sglang.launch_server ...' (env assignments in front are fine)")
+        "'python -m sglang.launch_server ...' (env assignments and wrappers such as sudo or "
+        "numactl in front are fine)")
 
 
 def _is_value(tok: str) -> bool:
@@ -246,7 +267,7 @@ def parse_launch_line(line: str) -> tuple[ServingConfig, str | None]:
             extra_flags={k: (v if isinstance(v, (str, bool)) else str(v)) for k, v in extra.items()},
             context_length=known.get("context_length"),  # type: ignore[arg-type]
         )
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, OverflowError) as e:
         raise UsageError(f"launch line: --cuda-graph-config has a value of the wrong type ({e})"
                          ) from None
     return serving, serving.model_path

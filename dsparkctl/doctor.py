@@ -28,6 +28,7 @@ from dsparkctl.plan_findings import (
     missing_kernel_findings,
     prefill_error_findings,
 )
+from dsparkctl.sglang_rules import rule_for
 
 
 @dataclass
@@ -128,6 +129,23 @@ def sglang_flashinfer_pin(site_dirs: list[str], sglang_version: str | None) -> s
     return None
 
 
+def legacy_flag_findings(serving: ServingConfig) -> list[Finding]:
+    """Spellings the planned SGLang no longer parses: since 0.5.20 ``--cuda-graph-max-bs`` is
+    an ambiguous prefix of ``--cuda-graph-max-bs-decode`` / ``-prefill`` (argparse), so the
+    server exits before it starts; the plan would otherwise take the value at its word."""
+    legacy = str(serving.extra_flags.get("legacy_flags") or "").split()
+    match = rule_for(serving.sglang_version)
+    if not legacy or match.rule.legacy_cuda_graph_flags:
+        return []
+    return [Finding(
+        "launch-legacy-flag", Severity.ERROR,
+        f"SGLang {serving.sglang_version or '(newest)'} rejects {', '.join(legacy)}: ambiguous "
+        "with its -decode / -prefill forms, the server exits at argument parsing",
+        "Write " + " and ".join(f"{n}-decode" for n in legacy) + " (the decode graphs are the "
+        "ones these flags set in older releases).",
+        (), "")]
+
+
 def _serving_config(opts: DoctorOptions) -> tuple[ServingConfig, str | None]:
     base, model_path = (parse_launch_line(opts.from_cmdline) if opts.from_cmdline
                         else (ServingConfig(), None))
@@ -138,6 +156,13 @@ def _serving_config(opts: DoctorOptions) -> tuple[ServingConfig, str | None]:
                   "sglang_version")
         if getattr(opts, k) is not None
     }
+    if overrides.get("speculative_algorithm") == "":  # --speculative-algorithm NONE / off
+        overrides["speculative_algorithm"] = None
+    # The server's environment: this shell's (the variables dsparkctl knows), then what the
+    # launch line sets in front of the command. The planner and the pitfall rules read the
+    # same one, so a variable means the same wherever the operator put it.
+    env = {k: v for k, v in opts.environ.items() if envvars.is_allowed(k)}
+    overrides["env"] = {**env, **base.env}
     return dataclasses.replace(base, **overrides), model_path
 
 
@@ -183,7 +208,8 @@ def run_doctor(opts: DoctorOptions) -> DoctorReport:
             findings.extend(_import_check(opts, target, support))
     fi_version = installed_fi
     if opts.flashinfer_version:
-        support = flashinfer_dispatch.known_support(opts.flashinfer_version)
+        support, what_if = flashinfer_dispatch.what_if_support(opts.flashinfer_version)
+        findings.extend(what_if)
         if support is None:
             raise UsageError(
                 f"--flashinfer-version {opts.flashinfer_version}: no known DSV4 table for that "
@@ -219,7 +245,10 @@ def run_doctor(opts: DoctorOptions) -> DoctorReport:
     findings.extend(prefill_error_findings(plan.calls, upgrade_to=upgrade_to))
 
     env = envvars.collect(opts.environ)
-    pin = sglang_flashinfer_pin(list(target.site_packages), target.packages.get("sglang"))
+    # Where sglang is imported from first (a PYTHONPATH entry is not a site dir), then the rest.
+    sglang_dir = [str(Path(target.files["sglang"]).parent)] if target.files.get("sglang") else []
+    pin = sglang_flashinfer_pin(sglang_dir + list(target.site_packages),
+                                target.packages.get("sglang"))
     packages = dict(target.packages)
     if opts.flashinfer_version:
         packages["flashinfer-python"] = opts.flashinfer_version
@@ -228,7 +257,7 @@ def run_doctor(opts: DoctorOptions) -> DoctorReport:
         pin = None  # the installed SGLang's pin says nothing about another release
     facts = pitfalls.Facts(
         packages=packages,
-        env={k: v for k, v in opts.environ.items() if k in env},
+        env=dict(serving.env),
         gpu_ccs=tuple(g.compute_capability for g in gpu_report.gpus),
         topology=tuple(tuple(r) for r in gpu_report.topology),
         torch_cuda=target.torch_cuda,
@@ -242,6 +271,7 @@ def run_doctor(opts: DoctorOptions) -> DoctorReport:
         sglang_flashinfer_pin=pin,
     )
     findings.extend(pitfalls.evaluate(facts))
+    findings.extend(legacy_flag_findings(serving))
     if getattr(target, "duplicates", None):
         findings.append(Finding(
             "target-duplicate-distributions", Severity.WARNING,

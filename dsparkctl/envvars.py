@@ -62,12 +62,13 @@ ALLOWED_NAMES: frozenset[str] = frozenset({
 
 # A name containing any of these is a secret, whatever its prefix.
 _SECRET_SUBSTRINGS: tuple[str, ...] = (
-    "KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL",
+    "KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CRED",
     "AUTH", "PRIVATE", "SESSION", "COOKIE", "SIGNATURE", "BEARER",
 )
 # Short words that are secrets only as a whole ``_``-separated part
-# (``PASS`` but not ``BYPASS``, ``PAT`` but not ``PATH``).
-_SECRET_PARTS: frozenset[str] = frozenset({"PASS", "PWD", "PAT", "SAS", "JWT", "CERT", "OTP"})
+# (``PASS`` but not ``BYPASS``, ``PAT`` but not ``PATH``, ``PW`` but not ``PWR``).
+_SECRET_PARTS: frozenset[str] = frozenset({"PASS", "PWD", "PW", "PAT", "SAS", "JWT", "CERT",
+                                           "OTP"})
 
 _URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/\s@]+)@")
 _QUERY_SECRET = re.compile(

@@ -1025,7 +1025,7 @@ def _fallback(known: Dsv4Support | None, version: str | None) -> Dsv4Support:
                        notes=("static reading failed and no published table is known",))
 
 
-def _no_sm120(root: Path, version: str | None) -> Finding:
+def _no_sm120(root: Path | None, version: str | None) -> Finding:
     return Finding(
         id=ID_NO_SM120, severity=Severity.ERROR,
         title=f"flashinfer-python {version} has no SM120 sparse-MLA kernels",
@@ -1033,8 +1033,26 @@ def _no_sm120(root: Path, version: str | None) -> Finding:
              f"the first with DSpark's topk 192/256, 0.7.0 the first with any heads/topk), "
              f"or `dsparkctl install-kernels`"),
         refs=(tables.PR_DSV4_192_256, tables.PR_ENVELOPE),
-        detail=f"{root / PY_TABLE} is missing",
+        detail=(f"{root / PY_TABLE} is missing" if root is not None else
+                "from the table of published releases: the wheel has no "
+                "flashinfer/mla/_sparse_mla_sm120.py"),
     )
+
+
+def what_if_support(version: str) -> tuple[Dsv4Support | None, list[Finding]]:
+    """A published release's coverage for ``doctor --flashinfer-version`` (what if I ran it?).
+
+    A release from before the SM120 kernels is known too: it serves no call, which is the
+    answer (not an unknown version). (None, []) when the table has no row for ``version``.
+    """
+    support = known_support(version)
+    if support is not None:
+        return support, []
+    row = known_release(version)
+    if row is None or row.layout != "absent":
+        return None, []
+    return (Dsv4Support(version=version, kind="unknown", source="known-version",
+                        miss_behavior="raise", notes=row.notes), [_no_sm120(None, version)])
 
 
 def _compare_with_published(static: _Static | None, layout: str | None,

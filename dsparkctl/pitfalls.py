@@ -88,7 +88,7 @@ def _flashinfer_off_pin(f: Facts) -> bool:
 
 # Named predicates: the vocabulary the table below is written in.
 FACTS: dict[str, Callable[[Facts], bool]] = {
-    "speculative": lambda f: f.speculative is not None,
+    "speculative": lambda f: bool(f.speculative),
     "dspark": lambda f: (f.speculative or "").upper() == "DSPARK",
     "eagle_or_mtp": lambda f: (f.speculative or "").upper() in {"EAGLE", "EAGLE3", "MTP", "NEXTN"},
     "dp_attention": lambda f: f.enable_dp_attention,

@@ -54,6 +54,9 @@ PREFILL_PROBE_TOKENS = DECODE_MAX_TOKENS + 1
 ASSUMED_GPU_MEMORY_MIB = 97887
 
 
+MAX_GRAPH_BATCH = 16384
+
+
 @dataclass(frozen=True)
 class ServingConfig:
     """How the server is launched (flags, env). ``dp`` counts attention-DP groups with DP attention."""
@@ -85,7 +88,7 @@ class ServingConfig:
 
     @property
     def speculative(self) -> bool:
-        return self.speculative_algorithm is not None
+        return bool(self.speculative_algorithm)  # "" (NONE / off) is no speculation too
 
     @property
     def is_dspark(self) -> bool:
@@ -120,6 +123,13 @@ class ServingConfig:
                                                or any(b < 1 for b in self.cuda_graph_bs)):
             raise UsageError(f"--cuda-graph-bs {list(self.cuda_graph_bs)}: batch sizes must be "
                              "positive integers")
+        # The plan lists every captured size; an absurd bound (a typo's extra zeros) would
+        # take minutes and gigabytes to list, for a graph no GPU could capture.
+        biggest = max([self.cuda_graph_max_bs or 0, *(self.cuda_graph_bs or ())])
+        if biggest > MAX_GRAPH_BATCH:
+            raise UsageError(f"CUDA-graph batch size {biggest}: above {MAX_GRAPH_BATCH}, more "
+                             "than any GPU captures (SGLang's own ladders stop at 512-1024); "
+                             "check the value")
         if self.sglang_version is not None:
             parse_version(self.sglang_version)
         ndt = _int_flag(self.extra_flags, "speculative_num_draft_tokens")

@@ -238,6 +238,7 @@ class HostInfo:
     cores: int | None
     cores_usable: int | None
     ram_total_bytes: int | None
+    hostname: str = ""  # names the node when per-node reports are merged (report merge)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -313,6 +314,7 @@ def probe_host() -> HostInfo:
         cores=os.cpu_count(),
         cores_usable=usable,
         ram_total_bytes=_ram_total(),
+        hostname=u.nodename,
     )
 
 

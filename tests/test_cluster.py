@@ -130,6 +130,65 @@ def test_report_merge_bad_input(tmp_path: Path) -> None:
     assert "not a JSON report" in res.stderr and "Traceback" not in res.stderr
 
 
+def _merge(*files: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dsparkctl", "report", "merge", "--json",
+                           *map(str, files)], capture_output=True, text=True, timeout=120)
+
+
+def _minimal_report(**kw: object) -> dict:
+    return {"schema_version": 1, "command": "doctor", "verdict": "healthy", "findings": [],
+            "packages": {"sglang": "0.5.19"}, "gpus": [], "env": {}, **kw}
+
+
+def test_doctor_reports_carry_the_hostname() -> None:
+    res = subprocess.run([sys.executable, "-m", "dsparkctl", "doctor", "--json"],
+                         capture_output=True, text=True, timeout=120)
+    assert json.loads(res.stdout)["host"]["hostname"] == socket.gethostname()
+
+
+def test_report_merge_same_file_names_from_two_nodes_stay_two_nodes(tmp_path: Path) -> None:
+    """Reports saved without a hostname, as node0/doctor.json and node1/doctor.json."""
+    files = []
+    for i in range(2):
+        f = tmp_path / f"node{i}" / "doctor.json"
+        f.parent.mkdir()
+        f.write_text(json.dumps(_minimal_report(rank=i)))
+        files.append(f)
+    res = _merge(*files)
+    doc = json.loads(res.stdout)
+    assert sorted(doc["nodes"]) == ["node0/doctor", "node1/doctor"], doc["nodes"]
+
+
+def test_report_merge_reads_utf16_from_powershell(tmp_path: Path) -> None:
+    f = tmp_path / "r.json"
+    f.write_bytes(json.dumps(_minimal_report()).encode("utf-16"))  # with its BOM
+    res = _merge(f)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["world_size"] == 1
+
+
+@pytest.mark.parametrize(("bad", "needle"), [
+    (b"\xff\x00\xfe garbage", "not a JSON report"),
+    (json.dumps(_minimal_report(rank=None)).encode(), "rank None"),
+    (json.dumps(_minimal_report(rank="r0")).encode(), "rank 'r0'"),
+    (json.dumps(_minimal_report(findings=[{"severity": "error"}])).encode(), "no id"),
+    (json.dumps(_minimal_report(findings=[{"id": "x", "severity": "critical"}])).encode(),
+     "severity 'critical'"),
+    (json.dumps(_minimal_report(packages=["sglang"])).encode(), "packages is a list"),
+    (json.dumps(_minimal_report(host="h")).encode(), "host is a str"),
+])
+def test_report_merge_malformed_report_is_one_line_exit_2(tmp_path: Path, bad: bytes,
+                                                          needle: str) -> None:
+    good, f = tmp_path / "good.json", tmp_path / "bad.json"
+    good.write_text(json.dumps(_minimal_report()))
+    f.write_bytes(bad)
+    res = _merge(good, f)
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    assert needle in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["verdict"] == "unknown" and needle in doc["error"]
+
+
 class _SlowFirstCallsDist:
     """A one-rank ``dist`` whose first few all-reduces per tensor stall, as NCCL's lazy connect did."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -134,12 +135,22 @@ def test_human_report_has_sections(site) -> None:
         (("--python", "/nonexistent/python"), "/nonexistent/python"),
         (("--flashinfer-version", "9.9.9"), "9.9.9"),
         (("--model", "/tmp/[/a]/config.json"), "[/a]"),  # rich markup in a message
+        # click's own usage errors: one line and the JSON document too (not click's box)
+        (("--tp", "abc"), "'--tp'"),
+        (("--no-such-option",), "--no-such-option"),
+        (("--gamma", "1.5"), "'--gamma'"),
+        # a typo's extra zeros: refused at once, not minutes of planning
+        (("--cuda-graph-max-bs", "100000000", "--max-running-requests", "100000000"),
+         "batch size 100000000"),
+        (("--from-cmdline", "sglang serve --tp 4 --cuda-graph-config "
+                            "'{\"decode\": {\"max_bs\": 1e400}}'"), "cuda-graph-config"),
     ],
 )
 def test_bad_input_is_one_clear_line(args: tuple[str, ...], needle: str, tmp_path: Path) -> None:
     code, doc, out = doctor(*args, "--json")
     assert code == 2, out
     assert "Traceback" not in out
+    assert len([ln for ln in out.splitlines() if ln.startswith("error:")]) == 1, out
     assert needle.lower() in out.lower()
     # --json: the reason also reaches stdout as a document, not an empty stream
     assert doc is not None, out
@@ -188,3 +199,84 @@ def test_what_if_sglang_version_is_judged_too() -> None:
     assert "sglang-iterates-envelope" in {f["id"] for f in doc["findings"]}
     code, doc, _ = doctor("--sglang-version", "0.5.15", "--flashinfer-version", FI_0618, "--json")
     assert "sglang-no-dspark" in {f["id"] for f in doc["findings"]} and code == 1
+
+
+def test_unrecognised_launch_line_error_quotes_no_secret() -> None:
+    """The error quotes the line's first words, which get pasted into issues: never an
+    assignment's value or a secret flag's value."""
+    for line, secret in (("HF_TOKEN=hf_SECRETabc foo bar", "hf_SECRETabc"),
+                         ("sglang_router.launch --api-key SECRETKEY123", "SECRETKEY123"),
+                         ("sglang_router.launch --api-key=SECRETKEY123", "SECRETKEY123")):
+        code, doc, out = doctor("--from-cmdline", line, "--json")
+        assert code == 2 and "not an SGLang launch" in doc["error"], out
+        assert secret not in out
+
+
+def test_launch_behind_sudo_and_numactl_is_read_with_its_env() -> None:
+    line = ("sudo -E -u svc SGLANG_SM120_FLASHMLA_BACKEND=triton numactl -N 0 python3 -m "
+            "sglang.launch_server --model-path /m --tp 4")
+    code, doc, out = doctor("--from-cmdline", line, "--flashinfer-version", FI_OLD,
+                            "--sglang-version", "0.5.17", "--json")
+    assert code == 0 and doc is not None and doc["plan"]["tp"] == 4, out
+    ids = {f["id"] for f in doc["findings"]}
+    assert "triton-backend-prefill-abort" in ids and "plan-missing-kernel" not in ids, ids
+
+
+@pytest.mark.parametrize("off", ["NONE", "off"])
+def test_speculative_algorithm_none_plans_plain_decode(off: str) -> None:
+    code, doc, out = doctor("--speculative-algorithm", off, "--flashinfer-version", FI_0618,
+                            "--sglang-version", "0.5.23", "--tp", "4", "--json")
+    assert code == 0 and doc is not None, out
+    assert doc["plan"]["gamma"] is None and not doc["plan"]["speculative"]
+    phases = {c["phase"] for c in doc["plan"]["calls"]}
+    assert "decode" in phases and not phases & {"verify", "draft"}, phases
+
+
+def test_env_means_the_same_in_the_shell_and_on_the_launch_line() -> None:
+    """The planner and the pitfall rules read one environment: this shell's, then what the
+    launch line sets. Before, a variable counted for one of them only."""
+    base = ("--flashinfer-version", FI_0618, "--sglang-version", "0.5.23", "--json")
+    var = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
+    _, on_line, _ = doctor("--from-cmdline", f"{var} sglang serve --model-path /m --tp 4", *base)
+    res = subprocess.run([sys.executable, "-m", "dsparkctl", "doctor", "--from-cmdline",
+                          "sglang serve --model-path /m --tp 4", *base], capture_output=True,
+                         text=True, timeout=120, env={**os.environ, **dict([var.split("=", 1)])})
+    in_shell = json.loads(res.stdout)
+    for doc in (on_line, in_shell):
+        assert "expandable-segments-breaks-capture" in {f["id"] for f in doc["findings"]}
+    triton = {**os.environ, "SGLANG_SM120_FLASHMLA_BACKEND": "triton"}
+    res = subprocess.run([sys.executable, "-m", "dsparkctl", "doctor", "--flashinfer-version",
+                          FI_OLD, "--sglang-version", "0.5.17", "--tp", "4", "--json"],
+                         capture_output=True, text=True, timeout=120, env=triton)
+    ids = {f["id"] for f in json.loads(res.stdout)["findings"]}
+    assert "triton-backend-prefill-abort" in ids and "plan-missing-kernel" not in ids, ids
+
+
+def test_legacy_cuda_graph_flag_is_an_error_from_sglang_0_5_20() -> None:
+    line = "sglang serve --tp 4 --speculative-algorithm DSPARK --cuda-graph-max-bs 10"
+    code, doc, out = doctor("--from-cmdline", line, "--flashinfer-version", FI_0618,
+                            "--sglang-version", "0.5.23", "--json")
+    [f] = [f for f in doc["findings"] if f["id"] == "launch-legacy-flag"]
+    assert code == 1 and f["severity"] == "error" and "--cuda-graph-max-bs-decode" in f["fix"]
+    code, doc, out = doctor("--from-cmdline", line, "--flashinfer-version", FI_0618,
+                            "--sglang-version", "0.5.19", "--json")
+    assert "launch-legacy-flag" not in {f["id"] for f in doc["findings"]}, out
+
+
+def test_what_if_a_release_without_sm120_kernels() -> None:
+    """0.6.13 is in the release table (no SM120 sparse MLA): a verdict, not an unknown version."""
+    code, doc, out = doctor("--flashinfer-version", "0.6.13", "--tp", "4", "--json")
+    assert code == 1, out
+    ids = {f["id"] for f in doc["findings"] if f["severity"] == "error"}
+    assert "flashinfer-no-sm120-sparse-mla" in ids and "plan-missing-kernel" in ids, ids
+
+
+def test_sglang_pin_read_where_sglang_is_imported_from(site, tmp_path: Path) -> None:
+    """Packages on PYTHONPATH are not in a site dir; the pin is read where sglang imports from."""
+    tree = site(FI_0618, "0.5.17")  # SGLang 0.5.17 pins flashinfer 0.6.15.post1
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    res = subprocess.run([sys.executable, "-m", "dsparkctl", "doctor", "--python", sys.executable,
+                          "--tp", "4", "--json"], capture_output=True, text=True, timeout=120,
+                         env=env)
+    doc = json.loads(res.stdout)
+    assert "flashinfer-off-sglang-pin" in {f["id"] for f in doc["findings"]}, res.stdout[-2000:]

@@ -68,6 +68,7 @@ def test_url_credentials_masked_but_url_kept() -> None:
     "HF_TOKEN", "SGLANG_API_KEY", "AWS_SECRET_ACCESS_KEY", "GITHUB_PAT", "DB_PASSWORD",
     "MYSQL_PWD", "SMTP_PASS", "OPENAI_APIKEY", "GOOGLE_APPLICATION_CREDENTIALS",
     "SSH_PRIVATE_KEY_PATH", "SGLANG_AUTH", "WANDB_SESSION", "huggingfacehub_api_token",
+    "HF_CREDS", "SGLANG_ADMIN_CREDS", "SGLANG_DB_PW", "db_pw",
 ])
 def test_secret_names(name: str) -> None:
     assert envvars.is_secret_name(name)
@@ -76,7 +77,7 @@ def test_secret_names(name: str) -> None:
 @pytest.mark.parametrize("name", [
     "NCCL_P2P_DISABLE", "CUDA_VISIBLE_DEVICES", "PATH", "LD_LIBRARY_PATH", "NCCL_BYPASS_X",
     "FLASHINFER_CUDA_ARCH_LIST", "PYTORCH_CUDA_ALLOC_CONF", "SGLANG_SM120_FLASHMLA_BACKEND",
-    "HF_HOME",
+    "HF_HOME", "NCCL_PWR_LIMIT", "NVIDIA_DRIVER_CAPABILITIES",
 ])
 def test_not_secret_names(name: str) -> None:
     assert not envvars.is_secret_name(name)
