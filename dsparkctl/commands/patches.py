@@ -285,7 +285,8 @@ def revert_cmd(
     dry_run: bool = typer.Option(False, "--dry-run", help="Show what would be restored."),
     as_json: bool = typer.Option(False, "--json", help="Print only JSON."),
 ) -> None:
-    """Put back the original files byte for byte (files changed since are left alone)."""
+    """Put back the original files byte for byte (a file changed since is left alone; if it
+    still imports the patch's router, nothing is reverted until it is restored)."""
     target = _any_target(python, site_packages, None)
     if patch is not None:
         from dsparkctl.patching import read_state
