@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from dsparkctl.errors import UsageError
+from dsparkctl.errors import NoVerdictError, UsageError
 from dsparkctl.findings import Finding, Severity
 
 # SGLang's all-reduces: small decode activations up to large prefill chunks (bytes).
@@ -58,10 +58,17 @@ def dist_env(environ: dict[str, str] | None = None) -> DistEnv:
             "`torchrun --nproc-per-node N -m dsparkctl doctor --cluster` or srun with "
             "MASTER_ADDR/MASTER_PORT exported")
     try:
-        return DistEnv(int(env["RANK"]), int(env["WORLD_SIZE"]), int(env.get("LOCAL_RANK", "0")),
-                       env["MASTER_ADDR"], int(env["MASTER_PORT"]))
+        de = DistEnv(int(env["RANK"]), int(env["WORLD_SIZE"]), int(env.get("LOCAL_RANK", "0")),
+                     env["MASTER_ADDR"], int(env["MASTER_PORT"]))
     except ValueError as exc:
         raise UsageError(f"--cluster: malformed launcher variable ({exc})") from exc
+    if de.world_size < 1 or not 0 <= de.rank < de.world_size or de.local_rank < 0:
+        raise UsageError(f"--cluster: RANK {de.rank} / LOCAL_RANK {de.local_rank} do not fit "
+                         f"WORLD_SIZE {de.world_size} (ranks run 0..WORLD_SIZE-1); check the "
+                         f"launcher's variables")
+    if not 0 < de.master_port < 65536:
+        raise UsageError(f"--cluster: MASTER_PORT {de.master_port} is not a TCP port")
+    return de
 
 
 def tp_groups(world_size: int, tp: int) -> list[list[int]]:
@@ -128,10 +135,15 @@ def run_cluster(
     collectives: bool = True,
 ) -> tuple[DistEnv, list[dict[str, Any]] | None, list[Finding]]:
     """Run on every rank; rank 0 gets every report (or a finding for each one that never came)."""
+    # Everything that can be judged alone is judged before the rendezvous, where a mistake
+    # would otherwise surface as a torch traceback after the whole timeout.
+    if not 0 < timeout_s <= 86400:
+        raise UsageError(f"--cluster timeout must be > 0 and <= 86400 seconds, got {timeout_s:g}")
+    de = dist_env(environ)
+    groups = tp_groups(de.world_size, tp or de.world_size)
     import torch
     import torch.distributed as dist
 
-    de = dist_env(environ)
     use_cuda = torch.cuda.is_available() and backend != "gloo"
     if use_cuda:
         torch.cuda.set_device(de.local_rank % torch.cuda.device_count())
@@ -139,15 +151,20 @@ def run_cluster(
     backend = backend or ("nccl" if use_cuda else "gloo")
     if sizes is None:
         sizes = GPU_SIZES if use_cuda else DEFAULT_SIZES
-    dist.init_process_group(backend, rank=de.rank, world_size=de.world_size,
-                            timeout=timedelta(seconds=timeout_s))
+    try:
+        dist.init_process_group(backend, rank=de.rank, world_size=de.world_size,
+                                timeout=timedelta(seconds=timeout_s))
+    except (RuntimeError, ValueError, OSError) as exc:  # DistStoreError / DistNetworkError too
+        raise NoVerdictError(
+            f"--cluster: the rendezvous at {de.master_addr}:{de.master_port} failed for rank "
+            f"{de.rank} of {de.world_size} ({type(exc).__name__}: {str(exc).splitlines()[0]}); "
+            f"check that every rank started and can reach MASTER_ADDR:MASTER_PORT") from None
     store = dist.distributed_c10d._get_default_store()
 
     report = local_report(de)
     report.update(rank=de.rank, local_rank=de.local_rank, world_size=de.world_size,
                   node=socket.gethostname(), backend=backend)
 
-    groups = tp_groups(de.world_size, tp or de.world_size)
     pgs = [dist.new_group(g) for g in groups]  # every rank must create every group
     mine = next(i for i, g in enumerate(groups) if de.rank in g)
     hang_rank = os.environ.get(FAULT_HANG_ENV)

@@ -38,6 +38,7 @@ from dsparkctl.prompts import Prompt
 from dsparkctl.sglang_client import (
     DEFAULT_RETRIES,
     DEFAULT_TIMEOUT_S,
+    BadResponse,
     EndpointError,
     Generation,
     SGLangClient,
@@ -283,6 +284,9 @@ def write_baseline(path: Path, doc: dict[str, Any]) -> None:
             json.dump(doc, fh, ensure_ascii=False, indent=1)
             fh.write("\n")
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise UsageError(f"--save-baseline {path}: {exc.strerror or exc}") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -458,10 +462,24 @@ def accept_findings(value: float | None, source: str | None,
 
 
 def error_findings(runs: Sequence[PromptRun], url: str) -> tuple[list[Finding], bool]:
-    """Failed requests. All failed: no verdict (exit 2). Some failed: the server is flaky (error)."""
+    """Failed requests. All failed with server errors (5xx): broken (error). All failed
+    otherwise: no verdict (exit 2). Some failed: the server is flaky (error)."""
     failed = [r for r in runs if r.error is not None]
     if not failed:
         return [], True
+    if len(failed) == len(runs) and all(r.error is not None and (r.error.status or 0) >= 500
+                                        for r in failed):
+        # It answers HTTP (health included) and fails every generation with a server error:
+        # that is a verdict (broken), not a server we could not reach.
+        return [Finding(
+            id="smoke-generate-failing", severity=Severity.ERROR,
+            title=f"every generation failed on {url} with a server error "
+                  f"(HTTP {', '.join(sorted({str(r.error.status) for r in failed if r.error}))})",
+            detail="\n".join(f"{r.prompt.id}: {r.error}" for r in failed[:8]),
+            fix="Read the server's log around these requests (a CUDA error, an OOM, a crashed "
+                "scheduler); `dsparkctl smoke --kernel both` on the GPU host checks the "
+                "attention kernels.",
+            data={"failed": [r.prompt.id for r in failed]})], True
     if len(failed) == len(runs):
         kinds = sorted({r.error.kind for r in failed if r.error})
         first = failed[0].error
@@ -535,6 +553,10 @@ def run_prompts(client: SGLangClient, prompts: Sequence[Prompt], *, max_new_toke
             r.generation = client.generate(r.prompt.text, max_new_tokens=max_new_tokens)
         except EndpointError as exc:
             r.error = exc
+        except (TypeError, ValueError, KeyError, AttributeError, OverflowError,
+                RecursionError) as exc:  # an answer of a shape no SGLang sends
+            r.error = BadResponse(f"{client.url}/generate: the answer could not be read "
+                                  f"({type(exc).__name__}: {exc})", url=f"{client.url}/generate")
         return r
 
     pool = ThreadPoolExecutor(max_workers=max(1, concurrency),

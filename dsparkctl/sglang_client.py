@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import math
 import socket
 import time
 import urllib.parse
@@ -80,8 +81,8 @@ class Generation:
 
     @property
     def completion_tokens(self) -> int | None:
-        v = self.meta_info.get("completion_tokens")
-        return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else (
+        v = _finite(self.meta_info.get("completion_tokens"))
+        return int(v) if v is not None else (
             len(self.output_ids) if self.output_ids is not None else None)
 
     @property
@@ -92,8 +93,7 @@ class Generation:
         return str(fr) if fr is not None else None
 
     def _num(self, key: str) -> float | None:
-        v = self.meta_info.get(key)
-        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+        return _finite(self.meta_info.get(key))
 
     @property
     def spec_accept_length(self) -> float | None:
@@ -194,11 +194,27 @@ class SGLangClient:
             headers["Content-Type"] = "application/json"
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
+        # The socket timeout bounds each read, not the answer: a server that trickles a byte
+        # now and then would hold a request for ever. One deadline covers the whole exchange.
+        deadline = time.monotonic() + timeout_s
         try:
             conn.request(method, ep.prefix + path, body=body, headers=headers)
+            sock = conn.sock  # the response reads through it even after conn lets it go
             resp = conn.getresponse()
-            data = resp.read(_MAX_BODY_BYTES + 1)
-            return resp.status, data
+            chunks: list[bytes] = []
+            size = 0
+            while size <= _MAX_BODY_BYTES:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError
+                if sock is not None:
+                    sock.settimeout(remaining)
+                chunk = resp.read1(1 << 16)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+            return resp.status, b"".join(chunks)
         finally:
             conn.close()
 
@@ -254,8 +270,10 @@ class SGLangClient:
             raise BadResponse(f"{method} {full}: HTTP {status}: {_error_message(data)}",
                               url=full, status=status)
         try:
-            return json.loads(data), attempts
-        except (ValueError, UnicodeDecodeError):
+            # NaN / Infinity (Python's json writes them) read as missing values, so no metric
+            # downstream is ever non-finite; a pathologically nested body is garbage too.
+            return json.loads(data, parse_constant=lambda _c: None), attempts
+        except (ValueError, UnicodeDecodeError, RecursionError):
             raise BadResponse(f"{method} {full}: HTTP {status} but the body is not JSON "
                               f"({_snippet(data)}); is this an SGLang server?",
                               url=full, status=status) from None
@@ -349,10 +367,17 @@ def avg_spec_accept_length(server_info: dict[str, Any]) -> float | None:
         states = [states]
     if not isinstance(states, list):
         return None
-    vals = [float(s["avg_spec_accept_length"]) for s in states
-            if isinstance(s, dict) and isinstance(s.get("avg_spec_accept_length"), (int, float))
-            and not isinstance(s.get("avg_spec_accept_length"), bool)]
+    vals = [v for s in states if isinstance(s, dict)
+            for v in [_finite(s.get("avg_spec_accept_length"))] if v is not None]
     return sum(vals) / len(vals) if vals else None
+
+
+def _finite(v: Any) -> float | None:
+    """A JSON number as a float, or None for anything else (bool, NaN, +-inf, text)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    f = float(v)
+    return f if math.isfinite(f) else None
 
 
 def _why(exc: BaseException) -> str:

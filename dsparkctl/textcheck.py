@@ -83,6 +83,10 @@ class Thresholds:
     loop_long_min_repeats: float = 3.0
     loop_long_min_span: int = 48
     loop_max_period: int = 64
+    # longer units (a paragraph or a whole answer repeated) are checked at the periods
+    # where a repeated anchor n-gram recurs, up to this many tokens
+    loop_long_max_period: int = 1024
+    loop_anchor_ngram: int = 8
     # exact loops anywhere, code included (code legitimately repeats a little)
     code_loop_min_repeats: float = 16.0
     code_loop_min_span: int = 32
@@ -296,19 +300,40 @@ class Loop:
         return self.span / self.period
 
 
+def _anchor_periods(seq: Sequence[Hashable], lo: int, hi: int, k: int) -> list[int]:
+    """Distances in (lo, hi] between consecutive occurrences of one k-gram: the only periods
+    above ``lo`` at which a back-to-back repetition can exist (its first k items recur one
+    period later), so a long-unit scan need not try every period (O(n) candidates)."""
+    last: dict[tuple[Hashable, ...], int] = {}
+    periods: set[int] = set()
+    for i in range(len(seq) - k + 1):
+        key = tuple(seq[i:i + k])
+        j = last.get(key)
+        if j is not None and lo < i - j <= hi:
+            periods.add(i - j)
+        last[key] = i
+    return sorted(periods)
+
+
 def find_loops(seq: Sequence[Hashable], *, min_repeats: float, min_span: int,
                long_min_repeats: float, long_min_span: int, max_period: int = 64,
-               unit_ok: Callable[[Loop], bool] | None = None) -> list[Loop]:
+               unit_ok: Callable[[Loop], bool] | None = None, long_max_period: int = 0,
+               anchor: int = 8) -> list[Loop]:
     """Maximal back-to-back repetitions, smallest period first, earliest first.
 
     A loop counts when it repeats often (``min_repeats`` and ``min_span``) or
     repeats a long unit a few times (``long_*``). ``unit_ok(loop)`` can veto
     loops (e.g. punctuation-only units, which are rules and separators, not decay).
-    Every period up to ``max_period`` is scanned once: O(max_period * n).
+    Every period up to ``max_period`` is scanned once: O(max_period * n). Above it, up to
+    ``long_max_period``, only the periods where an ``anchor``-gram recurs are scanned: a
+    paragraph that a collapsing generation repeats is longer than 64 tokens.
     """
     n = len(seq)
     found: list[Loop] = []
-    for p in range(1, min(max_period, n // 2) + 1):
+    periods = list(range(1, min(max_period, n // 2) + 1))
+    if long_max_period > max_period:
+        periods += _anchor_periods(seq, max_period, min(long_max_period, n // 2), anchor)
+    for p in periods:
         i = 0
         while i + p < n:
             if seq[i] != seq[i + p]:
@@ -366,7 +391,9 @@ def _check_loops(text: str, lexes: Sequence[Lex], th: Thresholds) -> list[TextIs
             return _has_word(seq[lp.start:lp.start + lp.period]) and (
                 strict or _spaced(text, lexes, lp))
 
-        loops = find_loops(seq, max_period=th.loop_max_period, unit_ok=unit_ok, **kw)
+        loops = find_loops(seq, max_period=th.loop_max_period, unit_ok=unit_ok,
+                           long_max_period=th.loop_long_max_period,
+                           anchor=th.loop_anchor_ngram, **kw)
         for lp in loops[:1]:
             k = lp.start
             while not lexes[k].is_word:  # report from a word, not from a stray comma
@@ -382,12 +409,66 @@ def _check_loops(text: str, lexes: Sequence[Lex], th: Thresholds) -> list[TextIs
     return issues[:1]
 
 
+def _unspaced(ch: str) -> bool:
+    """A letter of a script written without spaces between words (CJK, kana, Thai...)."""
+    return ch >= "\u0e00" and ch.isalpha()
+
+
+def _check_unspaced_loops(text: str, lexes: Sequence[Lex], th: Thresholds) -> list[TextIssue]:
+    """Loops inside one run of unspaced script: "的的的..." is a single lexical token, so the
+    word-level loop pass never sees it repeat. Scanned by character, units of such letters."""
+    for x in lexes:
+        if not x.prose or x.end - x.start < th.loop_min_span:
+            continue
+        chars = text[x.start:x.end]
+        if sum(map(_unspaced, chars)) * 2 < len(chars):
+            continue
+        loops = find_loops(chars, min_repeats=th.token_loop_min_repeats,
+                           min_span=th.token_loop_min_span,
+                           long_min_repeats=th.token_loop_long_min_repeats,
+                           long_min_span=th.token_loop_long_min_span,
+                           max_period=th.loop_max_period,
+                           unit_ok=lambda lp, c=chars: any(map(_unspaced,
+                                                              c[lp.start:lp.start + lp.period])),
+                           long_max_period=th.loop_long_max_period, anchor=th.loop_anchor_ngram)
+        if loops:
+            lp = loops[0]
+            start = x.start + lp.start
+            unit = chars[lp.start:lp.start + lp.period]
+            return [_issue(text, lexes, "repetition-loop", "degeneration", True, start,
+                           start + lp.span, f"{unit!r} repeated {lp.repeats:.0f} times back to "
+                           f"back", unit=unit, repeats=round(lp.repeats, 1),
+                           period_tokens=lp.period, in_code=False)]
+    return []
+
+
+_WHITESPACE_RUN = re.compile(r"\s{128,}")
+
+
+def _check_blank(text: str, lexes: Sequence[Lex]) -> list[TextIssue]:
+    """Output that shows nothing, or turns into a long run of blank lines: the word-level
+    checks see no words there, so without this a generation of 1000 newlines passes."""
+    if not text.strip():
+        return [TextIssue(kind="blank-output", category="degeneration", strong=True, start=0,
+                          end=len(text), word_index=0, quote=text[:40], before="",
+                          message=f"the output has no visible character ({len(text)} "
+                                  f"characters, all whitespace)" if text else
+                                  "the output is empty", data={"chars": len(text)})]
+    m = _WHITESPACE_RUN.search(text)
+    if m is None:
+        return []
+    return [_issue(text, lexes, "whitespace-run", "degeneration", True, m.start(), m.end(),
+                   f"{m.end() - m.start()} whitespace characters in a row "
+                   f"({m.group(0).count(chr(10))} line breaks)", chars=m.end() - m.start())]
+
+
 def check_token_ids(token_ids: Sequence[int], th: Thresholds = DEFAULT_THRESHOLDS) -> Loop | None:
     """The earliest loop in the output token ids (the server's ground truth for 'where')."""
     loops = find_loops(list(token_ids), min_repeats=th.token_loop_min_repeats,
                        min_span=th.token_loop_min_span,
                        long_min_repeats=th.token_loop_long_min_repeats,
-                       long_min_span=th.token_loop_long_min_span, max_period=th.loop_max_period)
+                       long_min_span=th.token_loop_long_min_span, max_period=th.loop_max_period,
+                       long_max_period=th.loop_long_max_period, anchor=th.loop_anchor_ngram)
     return loops[0] if loops else None
 
 
@@ -614,7 +695,9 @@ def _check_stray(text: str, lexes: Sequence[Lex], th: Thresholds) -> list[TextIs
         if (a.is_word and c.is_word and not b.is_word and not b.is_number
                 and a.end == b.start and b.end == c.start and not b.text.isascii()
                 and b.text not in _GLUE and b.text != "\ufffd"
-                and unicodedata.category(b.text[0])[0] in "SPC"):
+                and unicodedata.category(b.text[0])[0] in "SPC"
+                # scripts written without spaces glue their punctuation (，。、) to words
+                and not (_unspaced(text[a.end - 1]) or _unspaced(text[c.start]))):
             hits.append((a.start, c.end, text[a.start:c.end]))
     for x in prose:
         if x.is_word and len(x.text) >= 2:
@@ -666,8 +749,10 @@ def check_text(text: str, token_ids: Sequence[int] | None = None,
     """
     th = thresholds
     lexes = lex(text)
-    issues: list[TextIssue] = []
+    issues: list[TextIssue] = _check_blank(text, lexes)
     issues += _check_loops(text, lexes, th)
+    if not any(i.kind == "repetition-loop" for i in issues):
+        issues += _check_unspaced_loops(text, lexes, th)
     issues += _check_dominant(text, lexes, th)
     issues += _check_ngrams(text, lexes, th)
     issues += _check_fragments(text, lexes, th)

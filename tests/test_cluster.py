@@ -237,3 +237,46 @@ def test_cluster_report_shows_links_and_message_sizes() -> None:
     text = console.export_text()
     assert "yes (NV18)" in text
     assert "256 MiB" in text and "4 KiB" in text and "300.30" in text
+
+
+@pytest.mark.parametrize(("env", "needle"), [
+    ({"RANK": "3", "WORLD_SIZE": "2"}, "do not fit WORLD_SIZE 2"),
+    ({"RANK": "-1", "WORLD_SIZE": "2"}, "do not fit"),
+    ({"RANK": "0", "WORLD_SIZE": "0"}, "do not fit"),
+    ({"RANK": "0", "WORLD_SIZE": "1", "MASTER_PORT": "70000"}, "not a TCP port"),
+])
+def test_launcher_variables_checked_before_the_rendezvous(env: dict, needle: str) -> None:
+    from dsparkctl.distributed import dist_env
+
+    base = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
+    with pytest.raises(UsageError, match=needle):
+        dist_env({**base, **env})
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (("smoke", "--cluster", "--cluster-timeout", "0"), "timeout must be > 0"),
+    (("smoke", "--cluster", "--cluster-timeout", "-1"), "timeout must be > 0"),
+    (("smoke", "--cluster", "--tp", "3", "--cluster-timeout", "30"), "--tp 3 does not divide"),
+    (("doctor", "--cluster", "--timeout", "30"), "do not fit WORLD_SIZE"),
+])
+def test_cluster_usage_errors_are_one_line_before_any_wait(args: tuple[str, ...],
+                                                           needle: str) -> None:
+    env = {**os.environ, "RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+           "MASTER_PORT": str(_free_port())}
+    if args[0] == "doctor":
+        env["RANK"] = "3"
+    t0 = time.monotonic()
+    res = subprocess.run([sys.executable, "-m", "dsparkctl", *args, "--json"],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    assert needle in json.loads(res.stdout)["error"]
+    assert time.monotonic() - t0 < 25  # refused at once, not after the cluster timeout
+
+
+def test_a_peer_that_never_joins_is_one_line_exit_2() -> None:
+    env = {**os.environ, "RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+           "MASTER_PORT": str(_free_port())}
+    res = subprocess.run([sys.executable, "-m", "dsparkctl", "doctor", "--cluster", "--timeout",
+                          "3", "--json"], capture_output=True, text=True, timeout=120, env=env)
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    assert "rendezvous" in json.loads(res.stdout)["error"]

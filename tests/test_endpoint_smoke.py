@@ -151,7 +151,9 @@ def test_erroring_server(cli, servers) -> None:
     srv = servers(mode="erroring", fail_first=10**6)
     code, doc, _ = cli("--endpoint", srv.url, "--json", "--max-new-tokens", "16",
                        "--retries", "1")
-    assert code == 2 and by_id(doc, "smoke-endpoint-bad-response")
+    # it answers HTTP and fails every generation with a 5xx: broken (exit 1), not unreachable
+    assert code == 1 and by_id(doc, "smoke-generate-failing")
+    assert by_id(doc, "smoke-generate-failing")[0]["severity"] == "error"
     assert srv.state.generate_calls == 2 * len(builtin_prompts())
     # recovers after two failures: retries absorb them
     srv2 = servers(mode="erroring", fail_first=2)
@@ -399,3 +401,58 @@ def test_kernel_hook_that_wants_the_plan(monkeypatch) -> None:
     assert doc["verdict"] == "unknown"
     assert "deployment plan" in doc["findings"][0]["title"] or any(
         "deployment plan" in f["title"] for f in doc["findings"])
+
+
+# ------------------------------------------------------------------ a user's review (session 53)
+
+
+@pytest.mark.parametrize(("mode", "kind"), [("paraloop", "repetition-loop"),
+                                            ("blank", "whitespace-run")])
+def test_long_collapse_past_the_short_loop_scan_is_an_error(cli, servers, mode: str,
+                                                            kind: str) -> None:
+    """A repeated ~100-token paragraph and an answer that turns into line breaks: the classic
+    long-generation collapses, invisible to a loop scan that stops at 64 tokens."""
+    srv = servers(mode=mode, after=150)
+    code, doc, _ = cli("--endpoint", srv.url, "--json", "--max-new-tokens", "600")
+    assert code == 1, doc["findings"]
+    degen = by_id(doc, "smoke-degeneration")
+    assert degen and all(f["severity"] == "error" for f in degen)
+    assert {i["kind"] for f in degen for i in f["data"]["issues"]} >= {kind}
+
+
+def test_answer_that_trickles_is_bounded_by_the_timeout(cli, servers) -> None:
+    srv = servers(mode="trickle", delay_s=0.2)
+    t0 = time.monotonic()
+    code, doc, _ = cli("--endpoint", srv.url, "--json", "--timeout", "1", "--retries", "0",
+                       "--max-new-tokens", "64", "--concurrency", "8")
+    assert code == 2 and by_id(doc, "smoke-endpoint-timeout"), doc["findings"]
+    assert time.monotonic() - t0 < 3 * 1 + 5
+
+
+def test_non_finite_numbers_in_answers_read_as_missing(cli, servers) -> None:
+    srv = servers(mode="nan")
+    code, doc, out = cli("--endpoint", srv.url, "--json", "--max-new-tokens", "32")
+    assert "Traceback" not in out and doc is not None
+    assert code in (0, 1) and not by_id(doc, "smoke-endpoint-bad-response")
+    json.dumps(doc, allow_nan=False)  # the report itself stays valid JSON
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (("--timeout", "nan"), "--timeout"),
+    (("--timeout", "inf"), "--timeout"),
+    (("--min-accept-length", "nan"), "--min-accept-length"),
+    (("--save-baseline", "/nonexistent/dir/b.json"), "does not exist"),
+])
+def test_bad_values_refused_before_any_request(cli, servers, args: tuple[str, ...],
+                                               needle: str) -> None:
+    srv = servers()
+    code, _, out = cli("--endpoint", srv.url, *args)
+    assert code == 2 and needle in out and "Traceback" not in out, out
+    assert srv.state.generate_calls == 0
+
+
+def test_save_baseline_into_a_folder_is_refused_first(cli, servers, tmp_path: Path) -> None:
+    srv = servers()
+    code, _, out = cli("--endpoint", srv.url, "--save-baseline", str(tmp_path))
+    assert code == 2 and "is a folder" in out and str(tmp_path) in out
+    assert srv.state.generate_calls == 0

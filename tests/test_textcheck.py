@@ -321,7 +321,10 @@ def test_exact_loops_after_a_healthy_paragraph(unit: str) -> None:
 
 
 def test_near_loop_with_variations_is_flagged() -> None:
-    words = ["left", "right", "new", "old", "full", "root", "leaf", "next"] * 4
+    words = ["left", "right", "new", "old", "full", "root", "leaf", "next", "last", "first",
+             "empty", "small", "large", "inner", "outer", "upper", "lower", "middle", "spare",
+             "shared", "hot", "cold", "dense", "sparse", "fresh", "stale", "main", "side",
+             "early", "late", "odd", "even"]  # no two sentences alike: no exact period
     text = PARA + " ".join(f"The tree is balanced because the {w} node splits at the median key."
                            for w in words)
     issues = strong(check_text(text))
@@ -423,3 +426,28 @@ def test_issue_json_has_offsets_and_quote() -> None:
     [issue, *_] = strongest_first(check_text(PARA + " the," * 40))
     obj = issue.to_json()
     assert obj["char_offset"] == issue.start and obj["quote"] and "word_index" in obj
+
+
+def test_a_repeated_paragraph_is_an_exact_loop_past_64_tokens() -> None:
+    """A collapsing long generation repeats a whole paragraph (here ~100 tokens); the all-period
+    scan stops at 64, the anchored one finds it."""
+    words = ["left", "right", "new", "old", "full", "root", "leaf", "next"]
+    unit = " ".join(f"The tree is balanced because the {w} node splits at the median key."
+                    for w in words) + " "
+    text = PARA + unit * 4
+    loop = next(i for i in check_text(text) if i.kind == "repetition-loop")
+    assert loop.start == len(PARA) and loop.data["period_tokens"] > 64
+    assert loop.data["repeats"] >= 3.9
+
+
+def test_loop_inside_unspaced_script_and_blank_output() -> None:
+    healthy = "这是一个正常的中文句子，没有任何重复的问题。我们今天讨论模型的推理性能和准确性。"
+    assert check_text(healthy) == []  # its full-width punctuation is not a stray symbol
+    assert check_text("日本語の文章です。これは普通の文章で、問題はありません。") == []
+    loop = next(i for i in check_text(healthy + "的" * 300) if i.kind == "repetition-loop")
+    assert loop.data["unit"] == "的" and loop.start == len(healthy)
+    assert [i.kind for i in check_text("")] == ["blank-output"]
+    assert [i.kind for i in check_text("\n" * 900)] == ["blank-output"]
+    tail = next(i for i in check_text(PARA + "\n" * 900) if i.kind == "whitespace-run")
+    assert tail.start == len(PARA.rstrip()) and tail.strong  # PARA ends in a blank line
+    assert not [i for i in check_text(PARA + "\n" * 20 + PARA) if i.kind == "whitespace-run"]

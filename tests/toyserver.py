@@ -113,6 +113,11 @@ def generate_tokens(cfg: ToyConfig, prompt: str, n: int) -> list[str]:
         return (head + tail)[:n]
     if cfg.mode == "diverge":
         return head + healthy_tokens(prompt + "#other", n - len(head))
+    if cfg.mode == "paraloop":  # a whole ~100-token paragraph, repeated (period > 64)
+        unit = healthy_tokens(prompt + "#para", 100)
+        return (head + unit * (n // 100 + 1))[:n]
+    if cfg.mode == "blank":  # the answer turns into line breaks
+        return (head + ["\n"] * n)[:n]
     return healthy
 
 
@@ -247,9 +252,22 @@ class _Handler(BaseHTTPRequestHandler):
                          "spec_verify_ct": verify_ct})
             with st.lock:
                 st.accept_lengths.append(len(toks) / verify_ct)
+        if cfg.mode == "nan":  # Python's json writes NaN / Infinity; SGLang could too
+            meta.update(completion_tokens=float("nan"), spec_verify_ct=float("inf"))
         out: dict[str, Any] = {"text": text, "meta_info": meta}
         if cfg.return_ids:
             out["output_ids"] = [token_id(t) for t in toks]
+        if cfg.mode == "trickle":  # headers at once, then a few bytes every delay_s
+            body = json.dumps(out).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            for k in range(0, len(body), 64):
+                self.wfile.write(body[k:k + 64])
+                self.wfile.flush()
+                time.sleep(cfg.delay_s)
+            return
         self._json(200, out)
 
 

@@ -31,6 +31,8 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
+import math
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -291,6 +293,21 @@ def _routed_kernel(plan_opts: Any) -> str | None:
     return "bundled" if state and state["active"] and state["mode"] == "all" else None
 
 
+MAX_TIMEOUT_S = 86400.0  # a day: anything longer is a typo, and inf cannot be a deadline
+
+
+def check_writable_file(path: Path, flag: str) -> None:
+    """Refuse before a run what would fail after it (a long smoke is ~20 minutes of
+    generations): a folder, a missing folder, a folder this user cannot write."""
+    if path.is_dir():
+        raise UsageError(f"{flag} {path}: is a folder; give a file name, e.g. {path / 'baseline.json'}")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise UsageError(f"{flag} {path}: folder {parent} does not exist; create it first")
+    if not os.access(parent, os.W_OK):
+        raise UsageError(f"{flag} {path}: folder {parent} is not writable for this user")
+
+
 def run_smoke(*, long: bool, endpoint: str | None, baseline: str | None,
               baseline_file: Path | None, save_baseline: Path | None, prompts: Path | None,
               max_new_tokens: int | None, concurrency: int, min_accept_length: float,
@@ -314,12 +331,16 @@ def run_smoke(*, long: bool, endpoint: str | None, baseline: str | None,
         raise UsageError(f"--max-new-tokens must be >= 1, got {max_new_tokens}")
     if concurrency < 1:
         raise UsageError(f"--concurrency must be >= 1, got {concurrency}")
-    if timeout <= 0:
-        raise UsageError(f"--timeout must be > 0 seconds, got {timeout:g}")
+    # not (x > 0) also refuses NaN, which every comparison lets through
+    if not (0 < timeout <= MAX_TIMEOUT_S):
+        raise UsageError(f"--timeout must be > 0 and <= {MAX_TIMEOUT_S:g} seconds, got "
+                         f"{timeout:g}")
     if retries < 0 or retries > 10:
         raise UsageError(f"--retries must be between 0 and 10, got {retries}")
-    if min_accept_length < 0:
-        raise UsageError(f"--min-accept-length must be >= 0, got {min_accept_length:g}")
+    if not (0 <= min_accept_length < math.inf):
+        raise UsageError(f"--min-accept-length must be a number >= 0, got {min_accept_length:g}")
+    if save_baseline is not None:
+        check_writable_file(save_baseline, "--save-baseline")
 
     findings: list[Finding] = []
     sections: dict[str, Any] = {}
