@@ -57,6 +57,11 @@ def main() -> None:
     document. ``fail_usage``'s ``typer.Exit`` is converted by hand out here (click turns it
     into ``sys.exit`` only inside ``app()``).
     """
+    for stream in (sys.stdout, sys.stderr):
+        # An ASCII-only terminal or PYTHONIOENCODING=ascii: a check mark becomes '?', not a
+        # UnicodeEncodeError in the middle of a report.
+        with contextlib.suppress(AttributeError, ValueError):
+            stream.reconfigure(errors="replace")  # type: ignore[union-attr]
     try:
         rv = app(standalone_mode=False)
     except NoVerdictError as exc:

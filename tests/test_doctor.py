@@ -280,3 +280,12 @@ def test_sglang_pin_read_where_sglang_is_imported_from(site, tmp_path: Path) -> 
                          env=env)
     doc = json.loads(res.stdout)
     assert "flashinfer-off-sglang-pin" in {f["id"] for f in doc["findings"]}, res.stdout[-2000:]
+
+
+def test_ascii_only_output_is_a_report_not_a_traceback() -> None:
+    """PYTHONIOENCODING=ascii (or an ASCII terminal): the report's check marks become '?'."""
+    res = subprocess.run([sys.executable, "-m", "dsparkctl", "doctor", "--flashinfer-version",
+                          FI_OLD, "--tp", "4"], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONIOENCODING": "ascii"})
+    assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr[-2000:]
+    assert "plan-missing-kernel" in res.stdout
