@@ -62,6 +62,7 @@ _BY_NAME = {name: f for f in FLAGS for name in f.names}
 # Legacy spellings sglang 0.5.20+ no longer accepts (ambiguous prefix of -decode/-prefill).
 LEGACY_NAMES = frozenset({"--cuda-graph-max-bs", "--cuda-graph-bs"})
 
+NO_SPECULATION = frozenset({"NONE", "OFF", ""})
 _ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _PYTHON_RE = re.compile(r"^(?:.*/)?python(?:\d+(?:\.\d+)?)?$")
 _LAUNCH_MODULES = {"sglang.launch_server"}
@@ -133,7 +134,10 @@ def _strip_launcher(words: list[str]) -> tuple[dict[str, str], list[str], bool]:
         if found is not None:
             env = dict(w.split("=", 1) for w in words[:i] if _ENV_RE.match(w))
             return env, *found
-    shown = _shown(words[:3]) if words else "(nothing)"
+    # quote the command, not the assignments in front of it (their values are hidden anyway)
+    command = next((i for i, w in enumerate(words) if not _ENV_RE.match(w)), len(words))
+    shown = _shown(words[command:command + 3]) if words[command:] else (
+        _shown(words[:3]) + " (no command after the assignments)" if words else "(nothing)")
     raise UsageError(
         f"launch line: {shown!r} is not an SGLang launch; expected 'sglang serve ...' or "
         "'python -m sglang.launch_server ...' (env assignments and wrappers such as sudo or "
@@ -256,7 +260,9 @@ def parse_launch_line(line: str) -> tuple[ServingConfig, str | None]:
         serving = ServingConfig(
             tp=tp, dp=dp, enable_dp_attention=dp_attention,
             gamma=known.get("speculative_dspark_block_size"),  # type: ignore[arg-type]
-            speculative_algorithm=str(algo).upper() if algo is not None else None,
+            # SGLang's own "no speculation" spellings plan as plain decode
+            speculative_algorithm=(str(algo).upper() if algo is not None and str(algo).upper()
+                                   not in NO_SPECULATION else None),
             cuda_graph_max_bs=int(max_bs) if max_bs is not None else None,
             cuda_graph_bs=tuple(int(b) for b in bs_list) if bs_list is not None else None,
             max_running_requests=known.get("max_running_requests"),  # type: ignore[arg-type]

@@ -82,9 +82,9 @@ __all__ = [
     "installed_version",
     "plan_patch",
     "recover_target",
+    "refresh_needed",
     "revert",
     "specs",
-    "stale_patches",
     "status",
 ]
 
@@ -865,15 +865,25 @@ def status(target: Target) -> list[AppliedPatch]:
     return out
 
 
-def stale_patches(target: Target) -> list[tuple[str, list[str]]]:
+@dataclass
+class Refresh:
+    """What re-applying an intact patch would change today, split by what it means."""
+
+    patch_id: str
+    stale: list[str]  # generated settings whose meaning changed (the FlashInfer reading)
+    newer: list[str]  # files a newer dsparkctl writes differently (its router, its hook text)
+
+
+def refresh_needed(target: Target) -> list[Refresh]:
     """Applied patches whose files, written today, would differ from what is on disk.
 
     The route config records which shapes FlashInfer serves; reverting (or upgrading)
     FlashInfer afterwards leaves it claiming kernels that are gone, and the draft calls it
-    no longer routes abort again. Re-planning each patch finds that. Patches that cannot be
-    planned (drift, a damaged backup) are reported by ``status`` already and skipped here.
+    no longer routes abort again: that is ``stale``. A dsparkctl upgrade that changes its
+    own router or stamp is only ``newer`` (the installed one still works). Patches that
+    cannot be planned (drift, a damaged backup) are reported by ``status`` and skipped here.
     """
-    out: list[tuple[str, list[str]]] = []
+    out: list[Refresh] = []
     for pid in read_state(target)["patches"]:
         try:
             spec = get_spec(pid)
@@ -883,9 +893,25 @@ def stale_patches(target: Target) -> list[tuple[str, list[str]]]:
             plan = plan_patch(spec, target, params, force=True)
         except (PatchError, ValueError, OSError):
             continue
-        if not plan.no_change:
-            out.append((pid, [c.rel for c in plan.changes]))
+        generated = {nf.path for nf in spec.new_files if nf.generator}
+        stale = [c.rel for c in plan.changes
+                 if c.rel in generated and _settings_differ(c.old, c.new)]
+        newer = [c.rel for c in plan.changes if c.rel not in stale
+                 and not (c.rel in generated and not _settings_differ(c.old, c.new))]
+        if stale or newer:
+            out.append(Refresh(pid, stale, newer))
     return out
+
+
+def _settings_differ(old: bytes | None, new: bytes | None) -> bool:
+    """Generated JSON settings compared by meaning: the generator's stamp does not count."""
+    try:
+        a, b = json.loads(old or b"null"), json.loads(new or b"null")
+    except ValueError:
+        return old != new
+    if isinstance(a, dict) and isinstance(b, dict):
+        a, b = ({k: v for k, v in d.items() if k != "generated_by"} for d in (a, b))
+    return a != b
 
 
 # --------------------------------------------------------------------------- revert

@@ -13,7 +13,7 @@ still served as a deprecated alias in 0.5.23) carries
 sglang 0.5.23 ``srt/entrypoints/http_server.py`` and
 ``srt/managers/tokenizer_manager.py``.
 
-Every call is bounded: a socket timeout per request, a fixed number of
+Every call is bounded: one deadline per request (headers and body included), a fixed number of
 retries with capped exponential backoff for connection failures and 5xx
 answers, and no retry for 4xx, timeouts or garbage (retrying a 1000-token
 generation that already took the whole timeout would only double the wait).
@@ -21,10 +21,12 @@ generation that already took the whole timeout would only double the wait).
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import math
 import socket
+import threading
 import time
 import urllib.parse
 from collections.abc import Callable
@@ -194,28 +196,39 @@ class SGLangClient:
             headers["Content-Type"] = "application/json"
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
-        # The socket timeout bounds each read, not the answer: a server that trickles a byte
-        # now and then would hold a request for ever. One deadline covers the whole exchange.
+        # The socket timeout bounds each read, not the answer: a server that trickles its
+        # headers or body a byte now and then would hold a request for ever. One deadline
+        # covers the whole exchange: a timer shuts the socket down when it passes.
         deadline = time.monotonic() + timeout_s
+        expired = threading.Event()
+        timer: threading.Timer | None = None
         try:
             conn.request(method, ep.prefix + path, body=body, headers=headers)
             sock = conn.sock  # the response reads through it even after conn lets it go
+            if sock is not None:
+                timer = threading.Timer(max(0.0, deadline - time.monotonic()),
+                                        _shut_down, (sock, expired))
+                timer.daemon = True
+                timer.start()
             resp = conn.getresponse()
             chunks: list[bytes] = []
             size = 0
             while size <= _MAX_BODY_BYTES:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError
-                if sock is not None:
-                    sock.settimeout(remaining)
                 chunk = resp.read1(1 << 16)
                 if not chunk:
                     break
                 chunks.append(chunk)
                 size += len(chunk)
+            if expired.is_set():  # the shutdown ended the body early: not an answer
+                raise TimeoutError
             return resp.status, b"".join(chunks)
+        except (OSError, http.client.HTTPException):
+            if expired.is_set():
+                raise TimeoutError from None
+            raise
         finally:
+            if timer is not None:
+                timer.cancel()
             conn.close()
 
     def request(self, method: str, path: str, payload: Any = None, *,
@@ -372,11 +385,20 @@ def avg_spec_accept_length(server_info: dict[str, Any]) -> float | None:
     return sum(vals) / len(vals) if vals else None
 
 
+def _shut_down(sock: socket.socket, expired: threading.Event) -> None:
+    expired.set()
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+
+
 def _finite(v: Any) -> float | None:
     """A JSON number as a float, or None for anything else (bool, NaN, +-inf, text)."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
-    f = float(v)
+    try:
+        f = float(v)
+    except OverflowError:  # an integer of hundreds of digits
+        return None
     return f if math.isfinite(f) else None
 
 

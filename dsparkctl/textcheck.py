@@ -442,7 +442,9 @@ def _check_unspaced_loops(text: str, lexes: Sequence[Lex], th: Thresholds) -> li
     return []
 
 
-_WHITESPACE_RUN = re.compile(r"\s{128,}")
+# 64 or more line breaks with nothing but whitespace between them. Spaces inside a line do
+# not count: an aligned markdown table pads its cells with long runs of them.
+_WHITESPACE_RUN = re.compile(r"(?:[ \t\r\f\v]*\n){64,}")
 
 
 def _check_blank(text: str, lexes: Sequence[Lex]) -> list[TextIssue]:

@@ -280,3 +280,18 @@ def test_a_peer_that_never_joins_is_one_line_exit_2() -> None:
                           "3", "--json"], capture_output=True, text=True, timeout=120, env=env)
     assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
     assert "rendezvous" in json.loads(res.stdout)["error"]
+
+
+def test_report_merge_same_hostname_different_gpus_are_two_nodes(tmp_path: Path) -> None:
+    """Two machines both called localhost (different GPU UUIDs) stay two nodes; two ranks of
+    one machine (same GPUs) stay one."""
+    files = []
+    for i, uuid in enumerate(("GPU-aaa", "GPU-bbb", "GPU-bbb")):
+        f = tmp_path / f"r{i}" / "doctor.json"
+        f.parent.mkdir()
+        f.write_text(json.dumps(_minimal_report(rank=i, host={"hostname": "localhost"},
+                                                gpus=[{"uuid": uuid, "name": "H200"}])))
+        files.append(f)
+    doc = json.loads(_merge(*files).stdout)
+    assert sorted(doc["nodes"]) == ["localhost (r0/doctor)", "localhost (r1/doctor)"]
+    assert doc["nodes"]["localhost (r1/doctor)"]["ranks"] == [1, 2]

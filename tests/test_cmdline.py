@@ -108,3 +108,19 @@ def test_flag_table_uses_real_sglang_spellings(wheels) -> None:
     prefixes = {"--tp", "--dp"}  # argparse prefixes of --tp-size / --dp-size
     missing = {n for f in FLAGS for n in f.names} - found - prefixes
     assert not missing, missing
+
+
+def test_error_quotes_the_command_after_the_assignments() -> None:
+    line = ("CUDA_VISIBLE_DEVICES=0,1 NCCL_DEBUG=INFO SGLANG_ENABLE_JIT_DEEPGEMM=1 python3 -m "
+            "sglang.launch_sever --model-path /m")
+    with pytest.raises(UsageError, match=r"'python3 -m sglang\.launch_sever' is not an SGLang"):
+        parse_launch_line(line)
+    with pytest.raises(UsageError, match=r"HF_TOKEN=\.\.\. \(no command"):
+        parse_launch_line("HF_TOKEN=hf_secret")
+
+
+@pytest.mark.parametrize("off", ["NONE", "none", "OFF"])
+def test_speculative_algorithm_none_on_the_launch_line_is_no_speculation(off: str) -> None:
+    serving, _ = parse_launch_line(f"sglang serve --model-path /m --tp 8 "
+                                   f"--speculative-algorithm {off}")
+    assert serving.speculative_algorithm is None and not serving.speculative

@@ -420,8 +420,11 @@ def test_long_collapse_past_the_short_loop_scan_is_an_error(cli, servers, mode: 
     assert {i["kind"] for f in degen for i in f["data"]["issues"]} >= {kind}
 
 
-def test_answer_that_trickles_is_bounded_by_the_timeout(cli, servers) -> None:
-    srv = servers(mode="trickle", delay_s=0.2)
+@pytest.mark.parametrize("mode", ["trickle", "trickle_headers"])
+def test_answer_that_trickles_is_bounded_by_the_timeout(cli, servers, mode: str) -> None:
+    """A body, or the header lines, a few bytes every 0.2 s: each read is quick, the answer
+    never ends; --timeout bounds the whole request."""
+    srv = servers(mode=mode, delay_s=0.2)
     t0 = time.monotonic()
     code, doc, _ = cli("--endpoint", srv.url, "--json", "--timeout", "1", "--retries", "0",
                        "--max-new-tokens", "64", "--concurrency", "8")

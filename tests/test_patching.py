@@ -624,6 +624,26 @@ def test_a_forced_apply_reapplied_is_no_change(sg17: Target) -> None:
 
 
 @pytest.mark.network
+def test_a_dsparkctl_upgrade_is_not_a_stale_route(sg17: Target,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Applied by an older dsparkctl (another version stamp, another router source): the
+    install is intact and its routing right. Only a changed FlashInfer reading is stale; a
+    different stamp is nothing, a different router is 'newer' (an update, not a problem)."""
+    from dsparkctl import patch_spec, routing
+    from dsparkctl.patching import refresh_needed
+
+    real = patch_spec.PatchSpec.source_bytes
+    monkeypatch.setattr(routing, "__version__", "0.0.9")
+    monkeypatch.setattr(patch_spec.PatchSpec, "source_bytes",
+                        lambda self, name: real(self, name) + b"# an older router\n")
+    _apply(sg17)
+    monkeypatch.undo()
+    [r] = refresh_needed(sg17)
+    assert r.stale == [] and r.newer == ["_dsparkctl_route.py"]
+    assert status(sg17)[0].intact
+
+
+@pytest.mark.network
 def test_reapply_with_new_route_mode_updates_only_the_settings(sg17: Target) -> None:
     site = sg17.site
     before = snapshot(site)

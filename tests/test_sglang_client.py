@@ -246,3 +246,16 @@ def test_endpoint_errors_never_echo_credentials() -> None:
         with _pytest.raises(UsageError) as exc:
             parse_endpoint(url)
         assert "SECRET123" not in str(exc.value)
+
+
+def test_numbers_no_float_holds_read_as_missing() -> None:
+    """NaN, +-inf and an integer of hundreds of digits: a metric that is not a finite number
+    is missing, never an exception in the middle of the smoke."""
+    from dsparkctl.sglang_client import Generation
+
+    for bad in (float("nan"), float("inf"), 10 ** 400, True, "12"):
+        g = Generation(text="x", output_ids=(1, 2, 3), meta_info={
+            "completion_tokens": bad, "spec_verify_ct": bad, "spec_accept_length": bad},
+            elapsed_s=0.1)
+        assert g.completion_tokens == 3  # from the ids
+        assert g.spec_verify_ct is None and g.spec_accept_length is None

@@ -451,3 +451,17 @@ def test_loop_inside_unspaced_script_and_blank_output() -> None:
     tail = next(i for i in check_text(PARA + "\n" * 900) if i.kind == "whitespace-run")
     assert tail.start == len(PARA.rstrip()) and tail.strong  # PARA ends in a blank line
     assert not [i for i in check_text(PARA + "\n" * 20 + PARA) if i.kind == "whitespace-run"]
+
+
+def test_padding_inside_lines_is_not_a_whitespace_run() -> None:
+    """An aligned markdown table pads short cells with long runs of spaces, and a code block
+    may hold a whitespace-only line: neither is a degeneration (only runs of line breaks are)."""
+    long_cell = "x" * 139
+    rows = [f"| {a:<12} | {b:<140} |" for a, b in
+            (("name", "value"), ("alpha", long_cell), ("beta", "short"), ("gamma", "also short"))]
+    table = PARA + "\n".join(rows) + "\n"
+    assert not [i for i in check_text(table) if i.kind == "whitespace-run"]
+    code = PARA + "```python\ndef f():\n" + " " * 130 + "\n    return 1\n```\n"
+    assert not [i for i in check_text(code) if i.kind == "whitespace-run"]
+    spaced = PARA + " \n" * 70
+    assert [i.kind for i in check_text(spaced) if i.kind == "whitespace-run"] == ["whitespace-run"]

@@ -22,6 +22,7 @@ wrongshape  HTTP 200 with JSON that is not SGLang's (OpenAI-style ``choices``)
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -221,6 +222,17 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if cfg.mode == "slow":
             time.sleep(cfg.delay_s)
+        if cfg.mode == "trickle_headers":  # a header line every delay_s, never a body
+            # the client gives up mid-way: stop quietly (socketserver would print a traceback
+            # into whatever test captures stderr next)
+            with contextlib.suppress(OSError):
+                self.send_response(200)
+                for k in range(90):
+                    self.send_header(f"X-Slow-{k}", "x")
+                    self.flush_headers()
+                    time.sleep(cfg.delay_s)
+                self.end_headers()
+            return
         if cfg.mode == "erroring" and call <= cfg.fail_first:
             self._json(500, {"error": {"message": "CUDA error: an illegal memory access"}})
             return
@@ -263,10 +275,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            for k in range(0, len(body), 64):
-                self.wfile.write(body[k:k + 64])
-                self.wfile.flush()
-                time.sleep(cfg.delay_s)
+            with contextlib.suppress(OSError):  # the client gave up: stop quietly
+                for k in range(0, len(body), 64):
+                    self.wfile.write(body[k:k + 64])
+                    self.wfile.flush()
+                    time.sleep(cfg.delay_s)
             return
         self._json(200, out)
 

@@ -217,7 +217,7 @@ def status_cmd(
 ) -> None:
     """List applied patches and whether the files on disk still match what was written."""
     from dsparkctl.patch_txn import pending_journal
-    from dsparkctl.patching import PatchError, stale_patches, status
+    from dsparkctl.patching import PatchError, refresh_needed, status
 
     target = _any_target(python, site_packages, None)
     try:
@@ -235,16 +235,23 @@ def status_cmd(
     if not applied:
         findings.append(Finding(id="patch-none", severity=Severity.INFO,
                                 title=f"no dsparkctl patches are applied in {target.site}"))
-    stale = dict(stale_patches(target)) if applied else {}
+    refresh = {r.patch_id: r for r in refresh_needed(target)} if applied else {}
     for a in applied:
-        if a.intact and a.id in stale:
+        r = refresh.get(a.id)
+        if a.intact and r is not None and r.stale:
             findings.append(Finding(
                 id="patch-stale", severity=Severity.ERROR,
-                title=f"{a.id}: what it wrote no longer fits the target (written today it would "
-                      f"change {', '.join(stale[a.id])}): e.g. its route config still lists "
-                      f"the FlashInfer kernels of the release it was applied over",
+                title=f"{a.id}: {', '.join(r.stale)} no longer fits the target: the FlashInfer "
+                      f"installed now serves other shapes than the one it was written for",
                 fix=f"`dsparkctl patches apply --patch {a.id}` (refreshes it; "
                     f"--dry-run shows the diff)"))
+            continue
+        if a.intact and r is not None and r.newer:
+            findings.append(Finding(
+                id="patch-update-available", severity=Severity.INFO,
+                title=f"{a.id}: applied and intact; this dsparkctl writes "
+                      f"{', '.join(r.newer)} differently (a newer version)",
+                fix=f"`dsparkctl patches apply --patch {a.id}` updates it"))
             continue
         if a.intact:
             findings.append(Finding(id="patch-intact", severity=Severity.INFO,
@@ -319,14 +326,15 @@ def revert_findings(target: Any, patch: str | None, *, dry_run: bool
         findings.append(Finding(id="patch-none", severity=Severity.INFO,
                                 title=f"no dsparkctl patches are applied in {target.site}"))
     if results and not dry_run:
-        from dsparkctl.patching import stale_patches
+        from dsparkctl.patching import refresh_needed
 
-        for pid, paths in stale_patches(target):
-            findings.append(Finding(
-                id="patch-stale", severity=Severity.WARNING,
-                title=f"{pid} (still applied) no longer fits the target after this revert: "
-                      f"written today it would change {', '.join(paths)}",
-                fix=f"`dsparkctl patches apply --patch {pid}` refreshes it"))
+        for r in refresh_needed(target):
+            if r.stale:
+                findings.append(Finding(
+                    id="patch-stale", severity=Severity.WARNING,
+                    title=f"{r.patch_id} (still applied) no longer fits the target after this "
+                          f"revert: {', '.join(r.stale)} describes the FlashInfer it replaced",
+                    fix=f"`dsparkctl patches apply --patch {r.patch_id}` refreshes it"))
     for r in results:
         verb = "would restore" if dry_run else "restored"
         findings.append(Finding(id="patch-reverted", severity=Severity.INFO,

@@ -38,7 +38,9 @@ FLASHINFER_VERSION: Any = typer.Option(None, "--flashinfer-version", help="What 
 
 def speculative(value: str | None) -> str | None:
     """``NONE``/``OFF`` turn speculation off (""), ``None`` keeps the plan's default."""
-    if value is not None and value.strip().upper() in {"NONE", "OFF", ""}:
+    from dsparkctl.cmdline import NO_SPECULATION
+
+    if value is not None and value.strip().upper() in NO_SPECULATION:
         return ""
     return value
 

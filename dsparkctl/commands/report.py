@@ -66,14 +66,37 @@ def _malformed(doc: dict) -> str | None:
 
 
 def _name_nodes(reports: list[dict]) -> None:
-    """A report's node is its host's name; reports saved before hosts carried one are named
-    after their file, with the folder added where two files share a name (node0/doctor.json,
-    node1/doctor.json), so that two nodes never merge into one."""
+    """A report's node is its host's name. Two machines can share one (``localhost``, a
+    cloned image): reports with the same hostname but different GPUs (by UUID) get their
+    file added to it, while reports of ranks on one machine (same GPUs) stay one node.
+    Reports without a hostname are named after their file, with the folder added where two
+    files share a name (node0/doctor.json, node1/doctor.json)."""
     stems = Counter(r["_path"].stem for r in reports)
+
+    def label(path: Path) -> str:
+        return path.stem if stems[path.stem] == 1 else f"{path.parent.name}/{path.stem}"
+
+    # per hostname: each distinct GPU set, named after the first file that has it
+    machines: dict[str, dict[frozenset[str], str]] = {}
+    for r in reports:
+        host = (r.get("host") or {}).get("hostname")
+        if host:
+            machines.setdefault(host, {}).setdefault(_gpu_ids(r), label(r["_path"]))
     for r in reports:
         path = r.pop("_path")
-        fallback = path.stem if stems[path.stem] == 1 else f"{path.parent.name}/{path.stem}"
-        r.setdefault("node", (r.get("host") or {}).get("hostname") or fallback)
+        host = (r.get("host") or {}).get("hostname")
+        if not host:
+            name = label(path)
+        elif len(machines[host]) > 1:
+            name = f"{host} ({machines[host][_gpu_ids(r)]})"
+        else:
+            name = host
+        r.setdefault("node", name)
+
+
+def _gpu_ids(report: dict) -> frozenset[str]:
+    return frozenset(str(g["uuid"]) for g in report.get("gpus") or []
+                     if isinstance(g, dict) and g.get("uuid"))
 
 
 @report_app.command("merge")
