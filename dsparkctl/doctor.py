@@ -28,7 +28,7 @@ from dsparkctl.plan_findings import (
     missing_kernel_findings,
     prefill_error_findings,
 )
-from dsparkctl.sglang_rules import rule_for
+from dsparkctl.startup_checks import startup_findings
 
 
 @dataclass
@@ -129,23 +129,6 @@ def sglang_flashinfer_pin(site_dirs: list[str], sglang_version: str | None) -> s
     return None
 
 
-def legacy_flag_findings(serving: ServingConfig) -> list[Finding]:
-    """Spellings the planned SGLang no longer parses: since 0.5.20 ``--cuda-graph-max-bs`` is
-    an ambiguous prefix of ``--cuda-graph-max-bs-decode`` / ``-prefill`` (argparse), so the
-    server exits before it starts; the plan would otherwise take the value at its word."""
-    legacy = str(serving.extra_flags.get("legacy_flags") or "").split()
-    match = rule_for(serving.sglang_version)
-    if not legacy or match.rule.legacy_cuda_graph_flags:
-        return []
-    return [Finding(
-        "launch-legacy-flag", Severity.ERROR,
-        f"SGLang {serving.sglang_version or '(newest)'} rejects {', '.join(legacy)}: ambiguous "
-        "with its -decode / -prefill forms, the server exits at argument parsing",
-        "Write " + " and ".join(f"{n}-decode" for n in legacy) + " (the decode graphs are the "
-        "ones these flags set in older releases).",
-        (), "")]
-
-
 def _serving_config(opts: DoctorOptions) -> tuple[ServingConfig, str | None]:
     base, model_path = (parse_launch_line(opts.from_cmdline) if opts.from_cmdline
                         else (ServingConfig(), None))
@@ -230,20 +213,6 @@ def run_doctor(opts: DoctorOptions) -> DoctorReport:
     serving.validate(model)
     plan = make_plan(model, serving, support)
 
-    # The plan against every known release: the what-if table, and the smallest upgrade.
-    compat = compat_by_release(
-        flashinfer_dispatch.known_versions(), lambda s: make_plan(model, serving, s),
-        flashinfer_dispatch.known_support)
-    upgrade_to = None
-    if support is not None and any(c.supported is False for c in plan.calls):
-        upgrade_to = next((str(r["version"]) for r in compat if r["served"]), None)
-    routing = _routing(target)
-    findings.extend(_routing_findings(routing, installed_fi))
-    routed = _routed_rule(target, routing)
-    findings.extend(missing_kernel_findings(plan.calls, flashinfer_version=fi_version,
-                                            upgrade_to=upgrade_to, routed=routed))
-    findings.extend(prefill_error_findings(plan.calls, upgrade_to=upgrade_to))
-
     env = envvars.collect(opts.environ)
     # Where sglang is imported from first (a PYTHONPATH entry is not a site dir), then the rest.
     sglang_dir = [str(Path(target.files["sglang"]).parent)] if target.files.get("sglang") else []
@@ -270,8 +239,28 @@ def run_doctor(opts: DoctorOptions) -> DoctorReport:
         disable_custom_all_reduce=bool(serving.extra_flags.get("disable_custom_all_reduce")),
         sglang_flashinfer_pin=pin,
     )
+    # The plan against every known release: the what-if table, and the smallest upgrade. A
+    # release that serves every shape but crashes with this SGLang (a version-pair pitfall
+    # of severity error) does not serve the plan.
+    compat = compat_by_release(
+        flashinfer_dispatch.known_versions(), lambda s: make_plan(model, serving, s),
+        flashinfer_dispatch.known_support)
+    for row in compat:
+        blockers = pitfalls.release_blockers(facts, str(row["version"]))
+        if blockers:
+            row.update(served=False, blocked_by=blockers)
+    upgrade_to = None
+    if support is not None and any(c.supported is False for c in plan.calls):
+        upgrade_to = next((str(r["version"]) for r in compat if r["served"]), None)
+    routing = _routing(target)
+    findings.extend(_routing_findings(routing, installed_fi))
+    routed = _routed_rule(target, routing)
+    findings.extend(missing_kernel_findings(plan.calls, flashinfer_version=fi_version,
+                                            upgrade_to=upgrade_to, routed=routed))
+    findings.extend(prefill_error_findings(plan.calls, upgrade_to=upgrade_to))
+
     findings.extend(pitfalls.evaluate(facts))
-    findings.extend(legacy_flag_findings(serving))
+    findings.extend(startup_findings(serving, plan, from_launch_line=bool(opts.from_cmdline)))
     if getattr(target, "duplicates", None):
         findings.append(Finding(
             "target-duplicate-distributions", Severity.WARNING,

@@ -11,7 +11,9 @@ nothing and compiles nothing.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import fcntl
 import hashlib
 import json
 import os
@@ -19,7 +21,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -114,11 +116,41 @@ def local_torch() -> TorchInfo:
                      tuple(cpp_ext.library_paths("cpu")), bool(torch._C._GLIBCXX_USE_CXX11_ABI))
 
 
-def build_key(source_hash: str, arch: str, torch: TorchInfo) -> str:
+def build_key(source_hash: str, arch: str, torch: TorchInfo, nvcc: str = "") -> str:
+    """Everything that changes the binary: a PyPI and a conda torch of one version differ in
+    the C++ ABI, and two CUDA toolkits in what the library links."""
     h = hashlib.sha256()
-    for part in (__version__, source_hash, arch, torch.version, torch.cuda or "none"):
+    for part in (__version__, source_hash, arch, torch.version, torch.cuda or "none",
+                 f"cxx11_abi={int(torch.cxx11_abi)}", nvcc):
         h.update(part.encode() + b"\0")
     return h.hexdigest()[:16]
+
+
+def install_key(arch: str, torch: TorchInfo, source_hash: str | None = None) -> str:
+    """The key a build for ``arch`` against ``torch`` with the nvcc found here gets."""
+    from dsparkctl.kernel import build
+
+    return build_key(source_hash or build.source_hash(), arch, torch, _nvcc_identity())
+
+
+def _nvcc_identity() -> str:
+    from dsparkctl.kernel import build
+
+    nvcc = build.find_nvcc()
+    return str(nvcc.resolve()) if nvcc is not None else "none"
+
+
+@contextlib.contextmanager
+def _key_lock(path: Path) -> Iterator[None]:
+    """One builder / installer per key at a time: ranks of a cluster smoke on one node, or
+    test workers, all arrive at a cold cache together."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def sha256_file(path: Path) -> str:
@@ -183,7 +215,15 @@ def build_and_install(arch: str, torch: TorchInfo, prefix: Path,
     from dsparkctl.kernel import build
 
     src = build.source_hash()
-    key = build_key(src, arch, torch)
+    key = install_key(arch, torch, src)
+    with _key_lock(build_cache() / f"{key}.lock"):
+        return _build_and_install_locked(arch, torch, prefix, step, src, key)
+
+
+def _build_and_install_locked(arch: str, torch: TorchInfo, prefix: Path,
+                              step: Callable[[str], None], src: str, key: str) -> InstallResult:
+    from dsparkctl.kernel import build
+
     bdir = build_cache() / key
     so_name = f"{build.LIB_STEM}_{arch}.so"
     so = bdir / so_name
@@ -197,7 +237,7 @@ def build_and_install(arch: str, torch: TorchInfo, prefix: Path,
         try:
             out = build.build_extension(arch, tmp, tmp / "build.log", torch_include=torch.include,
                                         torch_lib=torch.lib, cxx11_abi=torch.cxx11_abi)
-        except build.BuildError as exc:
+        except (build.BuildError, OSError) as exc:  # OSError: no c++ / nvcc to start
             keep = build_cache() / f"{key}.failed.log"
             keep.parent.mkdir(parents=True, exist_ok=True)
             if (tmp / "build.log").is_file():
@@ -205,6 +245,9 @@ def build_and_install(arch: str, torch: TorchInfo, prefix: Path,
             shutil.rmtree(tmp, ignore_errors=True)
             raise UsageError(f"kernel build failed: {str(exc).split('; see ')[0]}; compiler "
                              f"output: {keep}") from exc
+        except BaseException:  # Ctrl-C mid-compile: no half-built folder left behind
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         (tmp / ".complete").write_text(out.name + "\n")
         shutil.rmtree(bdir, ignore_errors=True)
         tmp.rename(bdir)
@@ -217,13 +260,13 @@ def build_and_install(arch: str, torch: TorchInfo, prefix: Path,
     if not installed_intact(manifest_path):
         step(f"installing into {dest}")
         dest.mkdir(parents=True, exist_ok=True)
-        tmp_so = dest / f".{so_name}.tmp"
+        tmp_so = dest / f".{so_name}.{os.getpid()}.tmp"
         shutil.copy2(so, tmp_so)
         os.replace(tmp_so, dest / so_name)
         shutil.copy2(log, dest / "build.log")
         flags = [build.gencode_flag(arch), "-O3", "-std=c++17"]
         text = json.dumps(_manifest(arch, key, dest / so_name, torch, src, flags), indent=2)
-        tmp_m = dest / f".{MANIFEST}.tmp"
+        tmp_m = dest / f".{MANIFEST}.{os.getpid()}.tmp"
         tmp_m.write_text(text + "\n")
         os.replace(tmp_m, manifest_path)
         installed = True

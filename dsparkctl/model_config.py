@@ -171,9 +171,15 @@ def model_config_from_dict(raw: Mapping[str, Any], *, source: str) -> ModelConfi
     if len(ratios_raw) < layers:
         raise UsageError(f"{where}: 'compress_ratios' has {len(ratios_raw)} entries for "
                          f"{layers} layers (num_hidden_layers)")
+    # SGLang's order (0.5.17-0.5.23 dspark_config.parse_dspark_draft_config over
+    # dflash_utils.parse_dflash_draft_config): dspark_block_size, else dflash_config's
+    # block_size (published DSpark drafts nest it there), else a top-level block_size.
+    # dspark_config.block_size is not read for gamma.
     block = raw.get("dspark_block_size")
-    if block is None and isinstance(raw.get("dspark_config"), dict):
-        block = raw["dspark_config"].get("block_size")
+    if block is None and isinstance(raw.get("dflash_config"), dict):
+        block = raw["dflash_config"].get("block_size")
+    if block is None:
+        block = raw.get("block_size")
     return ModelConfig(
         name=str(raw.get("_name_or_path") or Path(source).parent.name or source),
         architectures=tuple(archs),
@@ -182,8 +188,9 @@ def model_config_from_dict(raw: Mapping[str, Any], *, source: str) -> ModelConfi
         num_key_value_heads=opt_int("num_key_value_heads", 1) or 1,
         head_dim=req_int("head_dim"),
         qk_rope_head_dim=opt_int("qk_rope_head_dim", 64) or 64,
-        sliding_window=req_int("sliding_window", "window_size"),
-        index_topk=req_int("index_topk"),
+        # sglang's DeepSeekV4Config defaults (window_size 128, index_topk 512) when absent
+        sliding_window=opt_int("sliding_window", None) or opt_int("window_size", 128) or 128,
+        index_topk=opt_int("index_topk", 512) or 512,
         index_n_heads=opt_int("index_n_heads", 64) or 64,
         index_head_dim=opt_int("index_head_dim", 128) or 128,
         num_hidden_layers=layers,

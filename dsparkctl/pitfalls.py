@@ -10,6 +10,7 @@ Sources for every entry are in KNOWLEDGE.md §2, §3, §5 and the seeds.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -92,6 +93,8 @@ FACTS: dict[str, Callable[[Facts], bool]] = {
     "dspark": lambda f: (f.speculative or "").upper() == "DSPARK",
     "eagle_or_mtp": lambda f: (f.speculative or "").upper() in {"EAGLE", "EAGLE3", "MTP", "NEXTN"},
     "dp_attention": lambda f: f.enable_dp_attention,
+    # attention TP size > 1 (SGLang's _kernel_num_heads returns early at 1)
+    "attn_tp_gt_1": lambda f: (f.tp // f.dp if f.enable_dp_attention and f.dp else f.tp) > 1,
     "tp4_or_more": lambda f: f.tp >= 4,
     "gamma_ge_5": lambda f: (f.gamma or 0) >= 5,
     "multi_gpu": lambda f: len(f.gpu_ccs) > 1 or f.tp > 1,
@@ -145,6 +148,9 @@ PITFALLS: tuple[Pitfall, ...] = (
         "the SGLang-side fix is sglang PR #39492.",
         (f"{GH_SG}/pull/39492", f"{GH_FI}/pull/4802"),
         packages={"sglang": ">=0.5.20,<0.5.24", "flashinfer-python": ">=0.7.0,<0.7.1"},
+        # the table is walked in _kernel_num_heads only past its attn_tp == 1 return, and
+        # only with the flashinfer backend (models/deepseek_v4.py, 0.5.23)
+        facts=("attn_tp_gt_1",), absent=("triton_backend",),
     ),
     Pitfall(
         "flashinfer-0618-verify-numerics", W,
@@ -279,6 +285,16 @@ PITFALLS: tuple[Pitfall, ...] = (
                           f"{f.sglang_flashinfer_pin}; installed {f.packages.get('flashinfer-python')}"),
     ),
 )
+
+
+def release_blockers(facts: Facts, flashinfer_version: str,
+                     table: tuple[Pitfall, ...] = PITFALLS) -> list[str]:
+    """The error pitfalls that FlashInfer ``flashinfer_version`` would meet in this deployment
+    (its SGLang, its settings): the what-if table must not offer a release that crashes."""
+    f = dataclasses.replace(facts, packages={**facts.packages,
+                                             "flashinfer-python": flashinfer_version})
+    return [p.id for p in table if p.severity is Severity.ERROR
+            and "flashinfer-python" in p.packages and p.applies(f)]
 
 
 def evaluate(facts: Facts, table: tuple[Pitfall, ...] = PITFALLS) -> list[Finding]:

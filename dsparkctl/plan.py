@@ -132,7 +132,7 @@ class ServingConfig:
                              "check the value")
         if self.sglang_version is not None:
             parse_version(self.sglang_version)
-        ndt = _int_flag(self.extra_flags, "speculative_num_draft_tokens")
+        ndt = int_flag(self.extra_flags, "speculative_num_draft_tokens")
         if self.is_dspark and ndt is not None:
             if ndt < 2:
                 raise UsageError(f"--speculative-num-draft-tokens {ndt}: DSpark needs >= 2 "
@@ -224,7 +224,7 @@ def resolve_gamma(model: ModelConfig, serving: ServingConfig) -> tuple[int, str]
     (``srt/arg_groups/speculative_hook.py`` DSpark handler.) For EAGLE-family
     algorithms the verify width is ``--speculative-num-draft-tokens`` itself.
     """
-    ndt = _int_flag(serving.extra_flags, "speculative_num_draft_tokens")
+    ndt = int_flag(serving.extra_flags, "speculative_num_draft_tokens")
     if not serving.is_dspark and ndt is not None:
         return ndt - 1, "--speculative-num-draft-tokens - 1"
     if serving.gamma is not None:
@@ -236,7 +236,7 @@ def resolve_gamma(model: ModelConfig, serving: ServingConfig) -> tuple[int, str]
     return DEFAULT_DSPARK_GAMMA, "SGLang default"
 
 
-def _int_flag(flags: Mapping[str, str | bool], key: str) -> int | None:
+def int_flag(flags: Mapping[str, str | bool], key: str) -> int | None:
     v = flags.get(key)
     if v is None or isinstance(v, bool):
         return None

@@ -163,7 +163,10 @@ def render_doctor(doc: dict[str, Any], console: Console) -> None:
             ct.add_column(col)
         for row in compat:
             ok = row["served"]
-            ct.add_row(row["version"], Text("yes", style="green") if ok else Text("no", style="red"),
+            verdict = Text("yes", style="green") if ok else Text(
+                "no (" + ", ".join(row["blocked_by"]) + ")" if row.get("blocked_by") else "no",
+                style="red")
+            ct.add_row(row["version"], verdict,
                        ", ".join(f"({h},{k})" for h, k in row["decode_missing"]) or "-",
                        ", ".join(f"({h},{k})" for h, k in row["prefill_missing"]) or "-")
         console.print(ct)

@@ -11,6 +11,8 @@ import hashlib
 import json
 import subprocess
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -70,8 +72,60 @@ def test_build_key_tracks_every_input() -> None:
     assert base == install.build_key("src", "sm_120a", t)
     others = {install.build_key("src2", "sm_120a", t), install.build_key("src", "sm_90a", t),
               install.build_key("src", "sm_120a", install.TorchInfo("2.12.0", "13.0", (), (), True)),
-              install.build_key("src", "sm_120a", install.TorchInfo("2.11.0+cu130", "12.9", (), (), True))}
-    assert base not in others and len(others) == 4
+              install.build_key("src", "sm_120a", install.TorchInfo("2.11.0+cu130", "12.9", (), (), True)),
+              # same torch version, other C++ ABI (a conda build against a PyPI one)
+              install.build_key("src", "sm_120a", install.TorchInfo("2.11.0+cu130", "13.0", ("/i",),
+                                                                    ("/l",), False)),
+              # another CUDA toolkit's nvcc
+              install.build_key("src", "sm_120a", t, "/usr/local/cuda-12.8/bin/nvcc")}
+    assert base not in others and len(others) == 6
+
+
+def _fake_build(calls: list[int], fail: BaseException | None = None):
+    def build_extension(arch, out_dir, log_path, **_kw):
+        calls.append(1)
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        Path(log_path).write_text("fake compiler output\n")
+        if fail is not None:
+            raise fail
+        time.sleep(0.2)
+        so = out_dir / f"dsparkctl_sparse_mla_{arch}.so"
+        so.write_bytes(b"stand-in library " + arch.encode())
+        return so
+    return build_extension
+
+
+def test_concurrent_installs_build_once_and_all_succeed(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ranks of a cluster smoke on one node reach a cold cache together: one builds, the rest
+    wait for it and reuse it; none fails, no temp folder is left."""
+    from dsparkctl.kernel import build
+
+    calls: list[int] = []
+    monkeypatch.setenv("DSPARKCTL_BUILD_CACHE", str(tmp_path / "builds"))
+    monkeypatch.setattr(build, "build_extension", _fake_build(calls))
+    torch_info = install.TorchInfo("2.11.0+cu130", "13.0", (), (), True)
+    with ThreadPoolExecutor(6) as pool:
+        results = list(pool.map(lambda _i: install.build_and_install(
+            "sm_120a", torch_info, tmp_path / "prefix"), range(6)))
+    assert len(calls) == 1 and sum(r.built for r in results) == 1
+    assert len({r.library for r in results}) == 1 and results[0].library.is_file()
+    assert install.installed_intact(results[0].manifest)
+    assert not [p for p in (tmp_path / "builds").iterdir() if ".tmp" in p.name]
+
+
+@pytest.mark.parametrize("fail", [FileNotFoundError(2, "No such file", "c++"), KeyboardInterrupt()])
+def test_a_build_that_dies_leaves_no_half_built_folder(tmp_path: Path, fail: BaseException,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from dsparkctl.kernel import build
+
+    monkeypatch.setenv("DSPARKCTL_BUILD_CACHE", str(tmp_path / "builds"))
+    monkeypatch.setattr(build, "build_extension", _fake_build([], fail))
+    torch_info = install.TorchInfo("2.11.0+cu130", "13.0", (), (), True)
+    with pytest.raises(UsageError if isinstance(fail, OSError) else KeyboardInterrupt):
+        install.build_and_install("sm_120a", torch_info, tmp_path / "prefix")
+    assert not [p for p in (tmp_path / "builds").iterdir() if ".tmp" in p.name]
 
 
 def test_state_dir_constant_matches_engine() -> None:

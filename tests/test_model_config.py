@@ -53,10 +53,31 @@ def test_file_values_win_over_preset(tmp_path: Path) -> None:
     cfg = _flash_config() | {"num_attention_heads": 128, "index_topk": 1024,
                              "num_hidden_layers": 4, "compress_ratios": [0, 4, 4, 128]}
     cfg.pop("dspark_block_size")
-    cfg["dspark_config"] = {"block_size": 7}
+    cfg["dflash_config"] = {"block_size": 7}
     m = load_model_config(str(_write(tmp_path, cfg)))
     assert (m.num_attention_heads, m.index_topk, m.dspark_block_size) == (128, 1024, 7)
     assert m.layers_by_ratio() == {0: (0,), 4: (1, 2), 128: (3,)}
+
+
+@pytest.mark.parametrize(("keys", "gamma"), [
+    ({"dspark_block_size": 4, "dflash_config": {"block_size": 7}, "block_size": 6}, 4),
+    ({"dflash_config": {"block_size": 3}, "block_size": 6}, 3),
+    ({"block_size": 6}, 6),
+    ({"dspark_config": {"block_size": 3}}, None),  # SGLang does not read gamma there
+])
+def test_gamma_keys_in_sglangs_order(tmp_path: Path, keys: dict, gamma: int | None) -> None:
+    cfg = _flash_config()
+    cfg.pop("dspark_block_size")
+    m = load_model_config(str(_write(tmp_path, cfg | keys)))
+    assert m.dspark_block_size == gamma
+
+
+def test_index_topk_and_window_default_as_in_sglang(tmp_path: Path) -> None:
+    cfg = _flash_config()
+    for k in ("index_topk", "sliding_window"):
+        cfg.pop(k, None)
+    m = load_model_config(str(_write(tmp_path, cfg)))
+    assert (m.index_topk, m.sliding_window) == (512, 128)
 
 
 def test_window_size_alias_and_defaults(tmp_path: Path) -> None:

@@ -234,3 +234,33 @@ def test_router_imports_without_torch_and_self_checks(tmp_path: Path) -> None:
                          text=True, timeout=60)
     assert res.returncode == 0, res.stderr
     assert res.stdout.split() == ["missing", "False"]
+
+
+def test_a_missing_or_broken_config_never_breaks_calls_it_would_not_take(
+        router: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without settings (deleted, or garbage) the router fails only where it would route:
+    DSPARKCTL_ROUTE=off and non-DSV4 calls still reach SGLang untouched."""
+    assert router.maybe_route(_call(d_qk=576, bytes_per_token=656), "flashinfer") is None
+    with pytest.raises(router.RouteError, match="is missing"):
+        router.maybe_route(_call(), "flashinfer")
+    monkeypatch.setenv("DSPARKCTL_ROUTE", "off")
+    assert router.maybe_route(_call(), "flashinfer") is None
+    monkeypatch.delenv("DSPARKCTL_ROUTE")
+    for bad in ({"schema": 1, "mode": "missing", "flashinfer": "0.6.17"},
+                {"schema": 1, "mode": "missing", "max_tokens": None},
+                {"schema": 1, "mode": "missing", "flashinfer": {"kind": "pairs",
+                                                                "pairs": [[64]]}}):
+        (tmp_path / "_dsparkctl_route.json").write_text(json.dumps(bad))
+        with pytest.raises(router.RouteError, match="malformed value"):
+            router.load_config(tmp_path / "_dsparkctl_route.json")
+
+
+@pytest.mark.parametrize("manifest_text", ["null", "[]", "3"])
+def test_a_manifest_that_is_not_an_object_leaves_servable_shapes_to_sglang(
+        router: ModuleType, tmp_path: Path, manifest_text: str) -> None:
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(manifest_text)
+    _config(tmp_path, mode="all", manifest=manifest)
+    assert router.maybe_route(_call(heads=64, topk=128), "flashinfer") is None  # FI serves it
+    with pytest.raises(router.RouteError, match="not a JSON object"):
+        router.maybe_route(_call(heads=64, topk=192), "flashinfer")

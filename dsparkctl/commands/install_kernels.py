@@ -142,9 +142,8 @@ def install_kernels(
     # 2. build + install
     manifest: Path | None = None
     if arch_n and torch_info:
-        from dsparkctl.kernel import build
 
-        key = install.build_key(build.source_hash(), arch_n, torch_info)
+        key = install.install_key(arch_n, torch_info)
         manifest = prefix / key / install.MANIFEST
         sections["build"] = {"arch": arch_n, "key": key, "torch": torch_info.version,
                              "cuda": torch_info.cuda, "manifest": str(manifest)}

@@ -66,16 +66,20 @@ class RouteConfig:
             raise RouteError(f"{source}: mode {mode!r} is not one of {MODES}")
         self.source = source
         self.mode: str = mode
-        self.manifest: Path | None = Path(obj["manifest"]) if obj.get("manifest") else None
-        self.max_tokens = int(obj.get("max_tokens", DECODE_MAX_TOKENS))
-        fi = obj.get("flashinfer") or {"kind": "none"}
-        self.fi_version: str | None = fi.get("version")
-        self.fi_kind: str = fi.get("kind", "unknown")
+        try:  # a hand-edited value must name this file, not surface as a bare TypeError
+            self.manifest: Path | None = Path(obj["manifest"]) if obj.get("manifest") else None
+            self.max_tokens = int(obj.get("max_tokens", DECODE_MAX_TOKENS))
+            fi = obj.get("flashinfer") or {"kind": "none"}
+            self.fi_version: str | None = fi.get("version")
+            self.fi_kind: str = fi.get("kind", "unknown")
+            self.fi_pairs = frozenset((int(h), int(k)) for h, k in fi.get("pairs") or ())
+            self.fi_max_heads = int(fi.get("max_heads", 128))
+            self.fi_min_topk = int(fi.get("min_topk", 1))
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise RouteError(f"{source}: a malformed value ({type(exc).__name__}: {exc}); "
+                             f"run `dsparkctl patches apply` again to rewrite it") from None
         if self.fi_kind not in ("pairs", "envelope", "none", "unknown"):
             raise RouteError(f"{source}: flashinfer.kind {self.fi_kind!r} is not understood")
-        self.fi_pairs = frozenset((int(h), int(k)) for h, k in fi.get("pairs") or ())
-        self.fi_max_heads = int(fi.get("max_heads", 128))
-        self.fi_min_topk = int(fi.get("min_topk", 1))
 
     def flashinfer_serves(self, num_heads: int, topk: int) -> bool:
         """Whether the installed FlashInfer has a decode kernel for this shape."""
@@ -122,6 +126,9 @@ def library_from_manifest(manifest: Path) -> tuple[Path, str | None]:
         raise RouteError(f"kernel manifest {manifest} does not exist") from None
     except (OSError, ValueError) as exc:
         raise RouteError(f"kernel manifest {manifest}: {exc}") from exc
+    if not isinstance(obj, dict):
+        raise RouteError(f"kernel manifest {manifest}: not a JSON object; run "
+                         f"`dsparkctl install-kernels` again")
     lib: str | None = None
     sha: str | None = None
     if isinstance(obj.get("library"), str):
@@ -230,8 +237,9 @@ class _Router:
                 if self._op is None and self._op_error is None:
                     try:
                         self._op = load_op(cfg)
-                    except RouteError as exc:
-                        self._op_error = str(exc)
+                    except Exception as exc:
+                        self._op_error = (str(exc) if isinstance(exc, RouteError)
+                                          else f"{type(exc).__name__}: {exc}")
         return self._op
 
 
@@ -259,15 +267,25 @@ _ROUTER = _Router()
 
 
 def maybe_route(kwargs: dict[str, Any], backend: str = "flashinfer") -> Any:
-    """The routed result ``(out[B,1,H,512], None)`` or None to let SGLang run."""
+    """The routed result ``(out[B,1,H,512], None)`` or None to let SGLang run.
+
+    The override and the shape come before the settings: DSPARKCTL_ROUTE=off, or a call the
+    router never takes, must work even when the settings file is missing or broken (the
+    error belongs to the calls it would route, not to every attention call).
+    """
+    override = os.environ.get("DSPARKCTL_ROUTE")
+    if override == "off":
+        return None
+    shape = dsv4_decode_shape(kwargs)
+    if shape is None:
+        return None
     cfg = _ROUTER.config()
-    mode = os.environ.get("DSPARKCTL_ROUTE") or cfg.mode
+    mode = override or cfg.mode
     if mode == "off":
         return None
     if mode not in MODES:
         raise RouteError(f"DSPARKCTL_ROUTE={mode!r} is not one of {MODES}")
-    shape = dsv4_decode_shape(kwargs)
-    if shape is None or shape[0] > cfg.max_tokens:
+    if shape[0] > cfg.max_tokens:
         return None
     _, num_heads, topk = shape
     if not cfg.routes(num_heads, topk, backend, mode):
