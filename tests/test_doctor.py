@@ -289,3 +289,39 @@ def test_ascii_only_output_is_a_report_not_a_traceback() -> None:
                          env={**os.environ, "PYTHONIOENCODING": "ascii"})
     assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr[-2000:]
     assert "plan-missing-kernel" in res.stdout
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    # attn_tp = 8 / 4 = 2 under DP attention: the DSpark worker raises (attn_tp must be 1)
+    ("--tp 8 --dp-size 4 --enable-dp-attention --enable-dp-lm-head", {
+        "launch-dspark-dp-attention-attn-tp"}),
+    # DP attention without --enable-dp-lm-head: speculative_hook raises
+    ("--tp 8 --dp 8 --enable-dp-attention", {"launch-dspark-dp-lm-head"}),
+    # the checkpoint's gamma is 5: the verify width must be 6
+    ("--tp 4 --speculative-num-draft-tokens 4", {"launch-dspark-num-draft-tokens"}),
+    ("--tp 8 --dp 8 --enable-dp-attention --enable-dp-lm-head", set()),
+    ("--tp 4 --speculative-num-draft-tokens 6", set()),
+])
+def test_what_sglang_refuses_at_start_up_is_an_error(line: str, expected: set[str]) -> None:
+    code, doc, out = doctor("--from-cmdline", "python -m sglang.launch_server --model-path /m "
+                            f"--speculative-algorithm DSPARK {line}", "--sglang-version", "0.5.23",
+                            "--flashinfer-version", "0.7.2", "--json")
+    ids = {f["id"] for f in doc["findings"] if f["id"].startswith("launch-dspark")}
+    assert ids == expected, out[-3000:]
+    assert (code == 1) == bool(expected)
+
+
+def test_what_if_skips_a_release_that_crashes_with_this_sglang() -> None:
+    """FlashInfer 0.7.0 serves every shape, but SGLang 0.5.20-0.5.23 iterates its decode table
+    (attn_tp > 1) and raises: the table says no, and the upgrade offered is not 0.7.0."""
+    _, doc, _ = doctor("--sglang-version", "0.5.23", "--flashinfer-version", FI_OLD, "--tp", "4",
+                       "--gamma", "5", "--cuda-graph-max-bs", "8", "--json")
+    rows = {r["version"]: r for r in doc["flashinfer_compat"]}
+    assert rows["0.7.0"]["served"] is False
+    assert rows["0.7.0"]["blocked_by"] == ["sglang-iterates-envelope"]
+    assert rows["0.7.1"]["served"] is True and "blocked_by" not in rows["0.7.1"]
+    # at attention TP 1 SGLang never walks the table: no crash, no error
+    code, doc, _ = doctor("--sglang-version", "0.5.23", "--flashinfer-version", "0.7.0", "--tp",
+                          "1", "--gamma", "5", "--cuda-graph-max-bs", "8", "--json")
+    assert "sglang-iterates-envelope" not in {f["id"] for f in doc["findings"]}
+    assert code == 0
