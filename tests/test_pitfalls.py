@@ -40,7 +40,8 @@ def test_quiet_on_a_clean_single_gpu_box() -> None:
 @pytest.mark.parametrize(
     ("facts", "expected"),
     [
-        (Facts(packages={"sglang": "0.5.21", "flashinfer-python": "0.7.0"}), "sglang-iterates-envelope"),
+        (Facts(packages={"sglang": "0.5.21", "flashinfer-python": "0.7.0"}, tp=4),
+         "sglang-iterates-envelope"),
         (Facts(packages={"flashinfer-python": "0.6.18"}, gpu_ccs=("12.0",), speculative="DSPARK"),
          "flashinfer-0618-verify-numerics"),
         (Facts(packages={"flashinfer-python": "0.7.0"}, gpu_ccs=("12.0",), speculative="DSPARK"),
@@ -104,3 +105,15 @@ def test_severity_and_detail_reach_the_finding() -> None:
     assert f.severity is Severity.WARNING
     assert "0.6.15.post1" in f.detail and "0.6.18" in f.detail
     assert dataclasses.asdict(f)["fix"]
+
+
+def test_the_envelope_crash_needs_attention_tp_above_1_and_the_flashinfer_backend() -> None:
+    """SGLang's _kernel_num_heads returns before it walks FlashInfer's table at attn_tp 1,
+    and the triton backend never walks it."""
+    pk = {"sglang": "0.5.23", "flashinfer-python": "0.7.0"}
+    fires = {f.id for f in evaluate(Facts(packages=pk, tp=4))}
+    assert "sglang-iterates-envelope" in fires
+    for facts in (Facts(packages=pk, tp=1),
+                  Facts(packages=pk, tp=8, dp=8, enable_dp_attention=True),
+                  Facts(packages=pk, tp=4, env={"SGLANG_SM120_FLASHMLA_BACKEND": "triton"})):
+        assert "sglang-iterates-envelope" not in {f.id for f in evaluate(facts)}
