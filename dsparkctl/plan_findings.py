@@ -104,11 +104,21 @@ def prefill_error_findings(calls: Iterable[CallLike], *, upgrade_to: str | None)
     bad = [(c, ns) for c, ns in bad if ns]
     if not bad:
         return []
-    fix = (f"pip install 'flashinfer-python=={upgrade_to}' (oldest release that serves every "
-           "planned call)" if upgrade_to else
-           "Upgrade flashinfer-python (0.6.18 adds topk 192/256 prefill; 0.7.0+ serves topk % 64 == 0)")
-    fix += ", or keep CUDA-graph batches at num_tokens <= 64 (--cuda-graph-max-bs) and route " \
-           "decode to the bundled kernel with `dsparkctl install-kernels`"
+    parts = [f"pip install 'flashinfer-python=={upgrade_to}' (oldest release that serves every "
+             "planned call)" if upgrade_to else
+             "no published FlashInfer release serves every planned call (see the what-if table)"]
+    if all(c.phase != "prefill" for c, _ in bad):
+        # Batches above the largest captured size run eagerly and make the same calls, so
+        # capping the CUDA graphs alone leaves them: the running requests must be capped.
+        parts.append("keep every batch at num_tokens <= 64: cap --max-running-requests (not "
+                     "only --cuda-graph-max-bs, since larger batches run eagerly with the same "
+                     "calls) at 64 / tokens per request, and route decode to the bundled kernel "
+                     "with `dsparkctl install-kernels`")
+    else:
+        parts.append("the failing rows include real prefill (chunked prompts), which no batch "
+                     "limit avoids: choose a --tp whose heads per rank the release's prefill "
+                     "serves")
+    fix = "; or ".join(parts)
     return [Finding(
         "plan-prefill-unsupported", Severity.ERROR,
         "FlashInfer's SM120 prefill dispatcher rejects calls this configuration submits "

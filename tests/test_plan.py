@@ -313,3 +313,22 @@ def test_kernel_num_heads_matches_sglang_0523(wheels: Any, monkeypatch: pytest.M
                                                flashinfer_backend=be == "flashinfer",
                                                flashinfer_heads=table)
                     assert ours == kernel_num_heads(layer, n), (table, be, attn_tp, n)
+
+
+def test_prefill_fix_text_follows_what_can_help() -> None:
+    """The fix names an upgrade only when one exists, asks to cap the running requests (eager
+    batches above the captured sizes make the same calls), and says when no batch limit helps."""
+    from types import SimpleNamespace
+
+    from dsparkctl.plan_findings import prefill_error_findings
+
+    def call(phase: str) -> SimpleNamespace:
+        return SimpleNamespace(phase=phase, num_heads=64, topk=192, extra_topk=0,
+                               paths={70: "error", 40: "decode"})
+
+    [f] = prefill_error_findings([call("draft")], upgrade_to="0.6.18")
+    assert "flashinfer-python==0.6.18" in f.fix and "--max-running-requests" in f.fix
+    [f] = prefill_error_findings([call("draft")], upgrade_to=None)
+    assert "no published FlashInfer release" in f.fix and "pip install" not in f.fix
+    [f] = prefill_error_findings([call("prefill")], upgrade_to=None)
+    assert "no batch limit avoids" in f.fix and "--max-running-requests" not in f.fix
