@@ -27,6 +27,7 @@ from dsparkctl.plan_findings import (
     compat_by_release,
     missing_kernel_findings,
     prefill_error_findings,
+    prefill_routed,
 )
 from dsparkctl.startup_checks import startup_findings
 
@@ -79,8 +80,10 @@ class DoctorReport:
         """The plan, each call marked ``routed`` when dsparkctl's router serves it."""
         plan = self.plan.to_json()
         for call, obj in zip(self.plan.calls, plan["calls"], strict=True):
-            obj["routed"] = bool(self.routed and call.supported is False
-                                 and self.routed(call.num_heads, call.topk))
+            decode = bool(self.routed and any(p in ("assert", "error") and n <= 64
+                                              for n, p in call.paths.items())
+                          and self.routed(call.num_heads, call.topk))
+            obj["routed"] = decode or prefill_routed(call, self.routed)
         return plan
 
     @property
@@ -257,7 +260,7 @@ def run_doctor(opts: DoctorOptions) -> DoctorReport:
     routed = _routed_rule(target, routing)
     findings.extend(missing_kernel_findings(plan.calls, flashinfer_version=fi_version,
                                             upgrade_to=upgrade_to, routed=routed))
-    findings.extend(prefill_error_findings(plan.calls, upgrade_to=upgrade_to))
+    findings.extend(prefill_error_findings(plan.calls, upgrade_to=upgrade_to, routed=routed))
 
     findings.extend(pitfalls.evaluate(facts))
     findings.extend(startup_findings(serving, plan, from_launch_line=bool(opts.from_cmdline)))
@@ -290,16 +293,16 @@ def _routing(target: Any) -> dict[str, Any] | None:
 
 
 def _routed_rule(target: Any, routing: dict[str, Any] | None) -> Any:
-    """The router's own decision per (heads, topk), or None when nothing is routed."""
+    """The router's own decision per call (``RouteRule``), or None when nothing is routed."""
     if not routing or not routing["active"]:
         return None
-    from dsparkctl.routing import router_rule
+    from dsparkctl.routing import RouteRule, router_rule
 
     try:
         rule = router_rule(Path(target.files["sglang"]).parent)
     except Exception:  # an unloadable router routes nothing; _routing_findings says why
         return None
-    return lambda h, k: h <= 128 and rule.routes(h, k)
+    return RouteRule(rule)
 
 
 def _routing_findings(routing: dict[str, Any] | None,

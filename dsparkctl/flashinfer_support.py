@@ -43,6 +43,14 @@ class PrefillSupport:
     pad_heads_to: dict[int, int] = field(default_factory=dict)
     any_topk_multiple: int | None = None
 
+    def to_json(self) -> dict[str, object]:
+        """The router's ``flashinfer.prefill`` settings (it applies the same rule)."""
+        return {"single_heads": sorted(self.single_heads), "single_topks": sorted(self.single_topks),
+                "dual_topks": sorted(self.dual_topks),
+                "dual_extra_page_sizes": sorted(self.dual_extra_page_sizes),
+                "pad_heads_to": {str(a): b for a, b in sorted(self.pad_heads_to.items())},
+                "any_topk_multiple": self.any_topk_multiple}
+
     def serves(self, num_heads: int, topk: int, extra_topk: int, extra_page_size: int = 64) -> bool:
         heads = self.pad_heads_to.get(num_heads, num_heads)
         if self.single_heads and heads not in self.single_heads:

@@ -1432,7 +1432,7 @@ def run_kernel_checks(
     device: Any = None,
     max_context: int = 2048,
     tiny_tokens: int = 1000,
-    routed: Callable[[int, int], bool] | None = None,
+    routed: Callable[..., bool] | None = None,
 ) -> tuple[list[Finding], dict[str, Any]]:
     """Every planned call at every captured size (capped: all <= 64, three larger), eager and
     captured, against the reference; verify/draft consistency; with ``long`` the kernel-level
@@ -1477,14 +1477,17 @@ def run_kernel_checks(
         return findings, data
 
     # With both kernels chosen by default, each call is tested on the kernel the stack will
-    # run it on: routed decode-sized calls on the bundled one, everything else on FlashInfer.
+    # run it on: routed calls (decode-sized ones, and prefill-sized ones FlashInfer's prefill
+    # dispatcher rejects) on the bundled one, everything else on FlashInfer.
     split = kernel is None and routed is not None and len(kernels) > 1
 
     def stack_runs(kut: KernelUnderTest, call: Any, n: int) -> bool:
         if not split:
             return True
         assert routed is not None
-        return (kut.name == "bundled") == (n <= 64 and routed(call.num_heads, call.topk))
+        return (kut.name == "bundled") == routed(
+            call.num_heads, call.topk, n, int(_attr(call, "extra_topk", 0)),
+            int(_attr(call, "extra_page_size", 64)))
 
     work: list[tuple[KernelUnderTest, Any, int]] = []
     for kut in kernels:

@@ -911,6 +911,11 @@ def _settings_differ(old: bytes | None, new: bytes | None) -> bool:
         return old != new
     if isinstance(a, dict) and isinstance(b, dict):
         a, b = ({k: v for k, v in d.items() if k != "generated_by"} for d in (a, b))
+        fa, fb = a.get("flashinfer"), b.get("flashinfer")
+        if isinstance(fa, dict) and isinstance(fb, dict) and "prefill" not in fa:
+            # Written before the router knew FlashInfer's prefill coverage: not stale (the
+            # FlashInfer reading still holds), only older; the new router file says "newer".
+            b = {**b, "flashinfer": {k: v for k, v in fb.items() if k != "prefill"}}
     return a != b
 
 

@@ -30,8 +30,15 @@ class CallLike(Protocol):
     num_heads: int
     topk: int
     extra_topk: int
+    extra_page_size: int
     paths: Mapping[int, str]
     supported: bool | None
+
+
+# The installed router's decision for one call: (heads, topk, num_tokens, extra_topk,
+# extra_page_size) -> routed (``routing.RouteRule``); the last three default to a
+# decode-sized call without an extra cache.
+Routed = Callable[..., bool]
 
 
 class PlanLike(Protocol):
@@ -45,7 +52,7 @@ def _failing(call: CallLike) -> dict[int, str]:
 
 def missing_kernel_findings(
     calls: Iterable[CallLike], *, flashinfer_version: str | None, upgrade_to: str | None,
-    routed: Callable[[int, int], bool] | None = None,
+    routed: Routed | None = None,
 ) -> list[Finding]:
     """One error naming every unserved shape and its num_tokens, or an info when routed."""
     missing: list[tuple[CallLike, dict[int, str]]] = []
@@ -98,28 +105,58 @@ def missing_kernel_findings(
     return out
 
 
-def prefill_error_findings(calls: Iterable[CallLike], *, upgrade_to: str | None) -> list[Finding]:
-    """Prefill-sized calls (> 64 tokens) that FlashInfer's prefill dispatcher rejects."""
-    bad = [(c, sorted(n for n, p in c.paths.items() if p == "error" and n > 64)) for c in calls]
+def prefill_failing(call: CallLike) -> list[int]:
+    """The prefill-sized num_tokens (> 64) of a call that FlashInfer's prefill dispatcher
+    rejects."""
+    return sorted(n for n, p in call.paths.items() if p == "error" and n > 64)
+
+
+def prefill_routed(call: CallLike, routed: Routed | None) -> bool:
+    """Whether the installed router sends every rejected prefill-sized size of ``call`` to
+    the bundled kernel."""
+    ns = prefill_failing(call)
+    return bool(ns) and routed is not None and all(
+        routed(call.num_heads, call.topk, n, call.extra_topk, call.extra_page_size) for n in ns)
+
+
+def prefill_error_findings(calls: Iterable[CallLike], *, upgrade_to: str | None,
+                           routed: Routed | None = None) -> list[Finding]:
+    """Prefill-sized calls (> 64 tokens) that FlashInfer's prefill dispatcher rejects: an
+    error naming the fixes, or an info for those the installed router serves."""
+    calls = list(calls)
+    bad = [(c, prefill_failing(c)) for c in calls if not prefill_routed(c, routed)]
     bad = [(c, ns) for c, ns in bad if ns]
+    by_route = [c for c in calls if prefill_routed(c, routed)]
+    out: list[Finding] = []
+    if by_route:
+        out.append(Finding(
+            "plan-prefill-routed-to-bundled", Severity.INFO,
+            "Prefill-sized calls FlashInfer's prefill dispatcher rejects are routed to dsparkctl's "
+            "bundled kernel: " + ", ".join(f"({c.num_heads}, {c.topk})" for c in by_route),
+            "Nothing to do; `dsparkctl patches status` shows the routing.", (),
+            "\n".join(f"{c.phase}: heads={c.num_heads} topk={c.topk} extra_topk={c.extra_topk} "
+                      f"num_tokens={compact(prefill_failing(c))}" for c in by_route),
+            {"shapes": sorted({(c.num_heads, c.topk) for c in by_route})},
+        ))
     if not bad:
-        return []
+        return out
     parts = [f"pip install 'flashinfer-python=={upgrade_to}' (oldest release that serves every "
              "planned call)" if upgrade_to else
              "no published FlashInfer release serves every planned call (see the what-if table)"]
+    parts.append("`dsparkctl install-kernels` (its router sends the prefill-sized calls "
+                 "FlashInfer rejects to the bundled any-shape kernel, in every route mode)")
     if all(c.phase != "prefill" for c, _ in bad):
         # Batches above the largest captured size run eagerly and make the same calls, so
         # capping the CUDA graphs alone leaves them: the running requests must be capped.
         parts.append("keep every batch at num_tokens <= 64: cap --max-running-requests (not "
                      "only --cuda-graph-max-bs, since larger batches run eagerly with the same "
-                     "calls) at 64 / tokens per request, and route decode to the bundled kernel "
-                     "with `dsparkctl install-kernels`")
+                     "calls) at 64 / tokens per request")
     else:
         parts.append("the failing rows include real prefill (chunked prompts), which no batch "
                      "limit avoids: choose a --tp whose heads per rank the release's prefill "
                      "serves")
     fix = "; or ".join(parts)
-    return [Finding(
+    out.append(Finding(
         "plan-prefill-unsupported", Severity.ERROR,
         "FlashInfer's SM120 prefill dispatcher rejects calls this configuration submits "
         "('Unsupported sparse-MLA prefill configuration')",
@@ -127,7 +164,8 @@ def prefill_error_findings(calls: Iterable[CallLike], *, upgrade_to: str | None)
         "\n".join(f"{c.phase}: heads={c.num_heads} topk={c.topk} extra_topk={c.extra_topk} "
                   f"num_tokens={compact(ns)}" for c, ns in bad),
         {"shapes": sorted({(c.num_heads, c.topk) for c, _ in bad})},
-    )]
+    ))
+    return out
 
 
 def compact(ns: Sequence[int]) -> str:

@@ -34,19 +34,24 @@ def read_flashinfer_decode(site: Path) -> dict[str, Any]:
 
     reading = read_flashinfer(site)
     if reading.support is None:
-        return {"version": None, "kind": "none"}
+        # No SM120 module: nothing is served, decode or prefill (the router routes it all).
+        return {"version": None, "kind": "none", "prefill": None}
     return from_support(reading.support)
 
 
 def from_support(support: Dsv4Support) -> dict[str, Any]:
-    """The doctor's reading of FlashInfer, in the router's terms."""
+    """The doctor's reading of FlashInfer, in the router's terms: the decode coverage and,
+    under ``prefill``, the prefill dispatcher's (calls of more than 64 tokens)."""
+    prefill = support.prefill.to_json()
     if support.kind == "pairs" and support.pairs is not None:
         return {"version": support.version, "kind": "pairs",
-                "pairs": [list(p) for p in sorted(support.pairs)], "source": support.source}
+                "pairs": [list(p) for p in sorted(support.pairs)], "source": support.source,
+                "prefill": prefill}
     if support.kind == "envelope":
         return {"version": support.version, "kind": "envelope", "max_heads": support.max_heads,
-                "min_topk": support.min_topk, "source": support.source}
-    return {"version": support.version, "kind": "unknown", "source": support.source}
+                "min_topk": support.min_topk, "source": support.source, "prefill": prefill}
+    return {"version": support.version, "kind": "unknown", "source": support.source,
+            "prefill": prefill}
 
 
 def route_config(params: Mapping[str, Any], flashinfer: Mapping[str, Any],
@@ -132,7 +137,7 @@ def routing_state(site: Path) -> dict[str, Any] | None:
 
 
 def router_rule(site: Path) -> Any:
-    """The installed router's own ``RouteConfig`` (its ``routes(heads, topk)`` is the rule the
+    """The installed router's own ``RouteConfig`` (its ``routes_call`` is the rule the
     server will apply), loaded from the file in ``site``: doctor must not guess the rule.
     The module is standard-library only at import, so this stays cheap."""
     import importlib.util
@@ -144,3 +149,24 @@ def router_rule(site: Path) -> Any:
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod.load_config(site / ROUTER_SETTINGS)
+
+
+class RouteRule:
+    """The installed router's decision for one planned call, as doctor and smoke ask it.
+
+    A router installed by an older dsparkctl has no ``routes_call``: it routed decode-sized
+    calls only, and is asked as such (``patches status`` says to refresh it).
+    """
+
+    def __init__(self, config: Any) -> None:
+        self.config = config
+
+    def __call__(self, heads: int, topk: int, num_tokens: int = 1, extra_topk: int = 0,
+                 extra_page_size: int = 64) -> bool:
+        if heads > 128:  # beyond the bundled kernel too: no route serves it
+            return False
+        if hasattr(self.config, "routes_call"):
+            return bool(self.config.routes_call(num_tokens, heads, topk, extra_topk,
+                                                extra_page_size))
+        return num_tokens <= DECODE_MAX_TOKENS and bool(self.config.routes(heads, topk))
+

@@ -252,6 +252,41 @@ def test_router_records_flashinfer_and_doctor_sees_a_downgrade(tmp_path: Path, w
     assert "routing-flashinfer-drift" in ids and "plan-missing-kernel" in ids, ids
 
 
+def test_prefill_sized_draft_calls_flashinfer_rejects_are_routed_and_doctor_says_so(
+        tmp_path: Path, wheels) -> None:
+    """FlashInfer 0.6.15.post1 with DSpark at --cuda-graph-max-bs 32: draft calls of 70-160
+    tokens reach the prefill dispatcher, which rejects topk 192. The router records that
+    coverage at apply time, routes them, and doctor turns the error into an info."""
+    site = wheels.site_packages(tmp_path / "site", [("sglang", "0.5.17"),
+                                                    ("flashinfer-python", "0.6.15.post1")],
+                                copy=True, only=["sglang", "flashinfer"])
+    args = ("doctor", "--site-packages", str(site), "--tp", "2", "--gamma", "5",
+            "--cuda-graph-max-bs", "32", "--json")
+    res = run(*args)
+    doc = json.loads(res.stdout)
+    ids = {f["id"] for f in doc["findings"]}
+    assert res.returncode == 1 and "plan-prefill-unsupported" in ids, ids
+    fix = next(f["fix"] for f in doc["findings"] if f["id"] == "plan-prefill-unsupported")
+    assert "dsparkctl install-kernels" in fix
+
+    res = run("patches", "apply", "--site-packages", str(site), "--kernel-manifest",
+              str(_fake_install(tmp_path)), "--json")
+    assert res.returncode == 0, res.stdout + res.stderr
+    prefill = json.loads((site / "_dsparkctl_route.json").read_text())["flashinfer"]["prefill"]
+    assert prefill["single_topks"] == [128, 512, 1024, 2048] and prefill["dual_topks"] == [128]
+    res = run(*args)
+    doc = json.loads(res.stdout)
+    ids = {f["id"] for f in doc["findings"]}
+    assert res.returncode == 0, ids
+    assert "plan-prefill-routed-to-bundled" in ids and "plan-prefill-unsupported" not in ids
+    rows = {(c["phase"], c["path"]): c["routed"] for c in doc["plan"]["calls"]
+            if c["topk"] == 192}
+    assert rows == {("draft", "assert"): True, ("draft", "error"): True}
+    assert not [c for c in doc["plan"]["calls"] if c["routed"] and c["supported"]]
+    human = run(*args[:-1])
+    assert "routed" in human.stdout and "plan-prefill-routed-to-bundled" in human.stdout
+
+
 def test_smoke_and_install_share_one_build(tmp_path: Path, monkeypatch) -> None:
     """build_cached (smoke, tests) reuses install-kernels' cache and prefix: one compile."""
     from dsparkctl.kernel import build

@@ -459,7 +459,7 @@ def test_default_choice_tests_each_call_on_the_kernel_the_stack_routes_it_to(mon
     monkeypatch.setattr(ks, "_resolve_kernels", lambda kernel: (list(both), []))
     draft_topk = ks.dspark_draft_topk(1)
     _, data = ks.run_kernel_checks(_Plan(), kernel=None, device="cpu",
-                                   routed=lambda h, k: k == draft_topk)
+                                   routed=lambda h, k, *call: k == draft_topk)
     assert data["split_by_routing"] is True
     by_phase = {(r["phase"], r["kernel"]) for r in data["rows"]}
     assert by_phase == {("draft", "bundled"), ("verify", "flashinfer")}
@@ -469,3 +469,27 @@ def test_default_choice_tests_each_call_on_the_kernel_the_stack_routes_it_to(mon
     _, data = ks.run_kernel_checks(_Plan(), kernel=None, device="cpu")
     assert {(r["phase"], r["kernel"]) for r in data["rows"]} == {
         (p, k) for p in ("draft", "verify") for k in ("bundled", "flashinfer")}
+
+
+def test_default_choice_asks_the_router_per_size_and_extra_cache(monkeypatch):
+    """Prefill-sized sizes of a call (> 64 tokens) the router takes run on the bundled
+    kernel, its decode-sized ones FlashInfer serves on FlashInfer: the rule is asked with each
+    size and the call's extra cache."""
+    both = [ks.KernelUnderTest("bundled", ks.reference_as_kernel),
+            ks.KernelUnderTest("flashinfer", ks.reference_as_kernel)]
+    monkeypatch.setattr(ks, "_resolve_kernels", lambda kernel: (list(both), []))
+
+    class Plan:
+        gamma = 1
+        calls = (ks.CallShape("verify", 2, 128, 64, 64, num_tokens=(8, 72)),)
+
+    asked: set[tuple[int, ...]] = set()
+
+    def routed(h: int, k: int, n: int = 1, e: int = 0, p: int = 64) -> bool:
+        asked.add((h, k, n, e, p))
+        return n > 64
+
+    _, data = ks.run_kernel_checks(Plan(), kernel=None, device="cpu", routed=routed)
+    assert {(r["num_tokens"], r["kernel"]) for r in data["rows"]} == {(8, "flashinfer"),
+                                                                      (72, "bundled")}
+    assert {(2, 128, 8, 64, 64), (2, 128, 72, 64, 64)} <= asked

@@ -643,6 +643,30 @@ def test_a_dsparkctl_upgrade_is_not_a_stale_route(sg17: Target,
     assert status(sg17)[0].intact
 
 
+def test_settings_from_before_prefill_routing_are_older_not_stale() -> None:
+    """A route config written before the router learnt FlashInfer's prefill coverage (no
+    ``flashinfer.prefill``) still describes the installed FlashInfer: not stale (its router
+    file makes it 'newer'). A changed prefill reading is stale like any FlashInfer change."""
+    import json
+
+    from dsparkctl.flashinfer_tables import known_support
+    from dsparkctl.patching import _settings_differ
+    from dsparkctl.routing import from_support, route_config, route_config_bytes
+
+    support = known_support("0.6.15.post1")
+    assert support is not None
+    new = route_config({"route": "missing"}, from_support(support), "sglang-route-sm120")
+    old = {**new, "generated_by": "dsparkctl 0.0.9",
+           "flashinfer": {k: v for k, v in new["flashinfer"].items() if k != "prefill"}}
+    as_bytes = route_config_bytes
+    assert not _settings_differ(as_bytes(old), as_bytes(new))
+    moved = {**new, "flashinfer": {**new["flashinfer"], "prefill": None}}
+    assert _settings_differ(as_bytes(moved), as_bytes(new))
+    other_pairs = {**old, "flashinfer": {**old["flashinfer"], "pairs": [[64, 192]]}}
+    assert _settings_differ(as_bytes(other_pairs), as_bytes(new))
+    assert json.loads(as_bytes(new))["flashinfer"]["prefill"]["dual_topks"] == [128]
+
+
 @pytest.mark.network
 def test_reapply_with_new_route_mode_updates_only_the_settings(sg17: Target) -> None:
     site = sg17.site

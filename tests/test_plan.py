@@ -332,3 +332,35 @@ def test_prefill_fix_text_follows_what_can_help() -> None:
     assert "no published FlashInfer release" in f.fix and "pip install" not in f.fix
     [f] = prefill_error_findings([call("prefill")], upgrade_to=None)
     assert "no batch limit avoids" in f.fix and "--max-running-requests" not in f.fix
+
+
+def test_prefill_rows_the_router_serves_are_an_info_and_the_rest_still_an_error() -> None:
+    """The router's rule is asked per call with its num_tokens and extra cache; what it takes
+    leaves the error, what it leaves stays there, and the fix names install-kernels."""
+    from types import SimpleNamespace
+
+    from dsparkctl.findings import Severity
+    from dsparkctl.plan_findings import prefill_error_findings, prefill_routed
+
+    draft = SimpleNamespace(phase="draft", num_heads=64, topk=192, extra_topk=0,
+                            extra_page_size=64, paths={70: "error", 40: "decode", 96: "error"})
+    c4 = SimpleNamespace(phase="verify", num_heads=64, topk=512, extra_topk=512,
+                         extra_page_size=64, paths={128: "error"})
+    asked: list[tuple[int, ...]] = []
+
+    def routed(h: int, k: int, n: int = 1, e: int = 0, p: int = 64) -> bool:
+        asked.append((h, k, n, e, p))
+        return k == 192
+
+    found = {f.id: f for f in prefill_error_findings([draft, c4], upgrade_to=None, routed=routed)}
+    info, err = found["plan-prefill-routed-to-bundled"], found["plan-prefill-unsupported"]
+    assert info.severity is Severity.INFO and "(64, 192)" in info.title
+    assert "num_tokens=[70, 96]" in info.detail
+    assert err.severity is Severity.ERROR and "topk=512" in err.detail and "192" not in err.detail
+    assert "dsparkctl install-kernels" in err.fix
+    assert (64, 512, 128, 512, 64) in asked and (64, 192, 70, 0, 64) in asked
+    assert prefill_routed(draft, routed) and not prefill_routed(c4, routed)
+    assert not prefill_routed(draft, None)
+    # without a router every row is the error, as before
+    [only] = prefill_error_findings([draft, c4], upgrade_to=None)
+    assert only.id == "plan-prefill-unsupported" and "topk=192" in only.detail

@@ -264,3 +264,121 @@ def test_a_manifest_that_is_not_an_object_leaves_servable_shapes_to_sglang(
     assert router.maybe_route(_call(heads=64, topk=128), "flashinfer") is None  # FI serves it
     with pytest.raises(router.RouteError, match="not a JSON object"):
         router.maybe_route(_call(heads=64, topk=192), "flashinfer")
+
+
+# --------------------------------------------------------------------------- prefill-sized calls
+
+
+def _fi(version: str) -> dict[str, Any]:
+    """What install-kernels records for a published FlashInfer release (decode + prefill)."""
+    from dsparkctl.flashinfer_tables import known_support
+    from dsparkctl.routing import from_support
+
+    support = known_support(version)
+    assert support is not None
+    return json.loads(json.dumps(from_support(support)))  # as read back from the file
+
+
+def test_prefill_sized_calls_flashinfer_rejects_are_routed_in_every_mode(
+        router: ModuleType, tmp_path: Path) -> None:
+    """FlashInfer 0.6.15's prefill dispatcher serves topk {128, 512, 1024, 2048} alone and topk
+    128 with an extra cache; DSpark's 192 and a c4 layer's 512 + extra are rejected there."""
+    _config(tmp_path, fi=_fi("0.6.15.post1"))
+    cfg = router.load_config(router.CONFIG_PATH)
+    for mode in ("missing", "all"):
+        assert cfg.routes_call(70, 64, 192, mode=mode)
+        assert cfg.routes_call(300, 64, 512, 512, 64, mode=mode)  # dual needs topk 128
+        assert cfg.routes_call(300, 24, 512, mode=mode)  # no 24-head prefill kernel
+        assert not cfg.routes_call(70, 64, 512, mode=mode)  # FlashInfer's prefill serves these
+        assert not cfg.routes_call(70, 64, 128, 512, 64, mode=mode)
+        assert cfg.routes_call(70, 64, 128, 512, 32, mode=mode)  # extra page 32: not before 0.7.2
+    assert not cfg.routes_call(70, 64, 192, mode="off")
+    assert not cfg.routes_call(70, 64, 192, backend="triton")
+    # decode-sized calls keep the decode rule
+    assert cfg.routes_call(64, 64, 192) and not cfg.routes_call(64, 64, 128)
+    assert cfg.routes_call(64, 64, 128, mode="all") and not cfg.routes_call(70, 64, 128, mode="all")
+
+    _config(tmp_path, fi=_fi("0.7.2.post1"))
+    new = router.load_config(router.CONFIG_PATH)
+    assert not new.routes_call(70, 64, 192) and new.routes_call(70, 64, 200)  # topk % 64
+
+    # settings from before prefill routing: no prefill-sized call is routed, as then
+    _config(tmp_path)
+    assert not router.load_config(router.CONFIG_PATH).routes_call(70, 64, 192)
+    # FlashInfer's prefill coverage not known (no SM120 module): the bundled kernel takes them
+    _config(tmp_path, fi={"kind": "none", "prefill": None})
+    assert router.load_config(router.CONFIG_PATH).routes_call(70, 64, 512)
+
+
+def test_router_prefill_rule_equals_dsparkctls(router: ModuleType, tmp_path: Path) -> None:
+    """The router cannot import dsparkctl: its copy of the prefill rule must agree with
+    ``PrefillSupport.serves`` on every published release, shape by shape."""
+    from dsparkctl.flashinfer_tables import known_support, known_versions
+
+    checked = 0
+    for version in known_versions():
+        support = known_support(version)
+        if support is None:
+            continue
+        _config(tmp_path, fi=_fi(version))
+        cfg = router.load_config(router.CONFIG_PATH)
+        for h in (1, 7, 8, 16, 24, 32, 64, 96, 128):
+            for k in (64, 100, 128, 192, 256, 320, 512, 1024, 2048):
+                for extra in (0, 128, 512):
+                    for page in (2, 32, 64, 256):
+                        assert cfg.prefill_serves(h, k, extra, page) == \
+                            support.prefill.serves(h, k, extra, page), (version, h, k, extra, page)
+                        checked += 1
+    assert checked > 10_000
+
+
+def test_prefill_sized_call_reaches_the_op_with_its_extra_cache(
+        router: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _config(tmp_path, manifest=_kernel(tmp_path, monkeypatch, router), fi=_fi("0.6.15.post1"))
+    kw = _call(num_tokens=96, heads=64, topk=192, extra_topk=512)
+    out, lse = router.maybe_route(kw, "flashinfer")
+    [c] = CALLS
+    assert c["q"] == ((96, 64, 512), kw["q"].data_ptr()) and c["extra_indices"] == (96, 512)
+    assert out.shape == (96, 1, 64, 512) and lse is None
+    assert router.extra_shape(kw) == (512, 64) and router.extra_shape(_call(extra_topk=0)) == (0, 64)
+    # a shape FlashInfer's prefill serves stays with SGLang
+    assert router.maybe_route(_call(num_tokens=96, heads=64, topk=512, extra_topk=0),
+                              "flashinfer") is None
+    assert len(CALLS) == 1
+
+
+def test_missing_kernel_fails_loudly_for_prefill_sized_shapes_flashinfer_rejects(
+        router: ModuleType, tmp_path: Path) -> None:
+    _config(tmp_path, mode="all", manifest=None, fi=_fi("0.6.15.post1"))
+    with pytest.raises(router.RouteError,
+                       match=r"heads=64, topk=192.*no prefill kernel \(num_tokens=80, extra_topk=512"):
+        router.maybe_route(_call(num_tokens=80), "flashinfer")
+    assert router.maybe_route(_call(num_tokens=80, topk=512, extra_topk=0), "flashinfer") is None
+
+
+def test_route_rule_asks_the_installed_router_per_call(router: ModuleType, tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from dsparkctl.routing import RouteRule
+
+    _config(tmp_path, fi=_fi("0.6.15.post1"))
+    rule = RouteRule(router.load_config(router.CONFIG_PATH))
+    assert rule(64, 192) and rule(64, 192, 70) and not rule(64, 512, 70)
+    assert rule(64, 512, 70, 512, 64) and not rule(256, 192)
+    # a router installed by an older dsparkctl knows only decode-sized calls
+    old = RouteRule(SimpleNamespace(routes=lambda h, k: k == 192))
+    assert old(64, 192) and not old(64, 192, 70)
+
+
+def test_prefill_sized_bench_rows_are_calls_the_router_takes(router: ModuleType,
+                                                            tmp_path: Path) -> None:
+    """bench_kernel.py --prefill-sized times what the router sends to the bundled kernel on
+    FlashInfer 0.6.17: every row must be such a call, or the numbers describe nothing served."""
+    import benchscripts
+
+    rows = benchscripts.load("bench_kernel").prefill_sized_shapes()
+    _config(tmp_path, fi=_fi("0.6.17"))
+    cfg = router.load_config(router.CONFIG_PATH)
+    assert rows and {r["kind"] for r in rows} == {"dspark-prefill-sized", "prefill-chunk"}
+    for r in rows:
+        assert r["T"] > 64 and cfg.routes_call(r["T"], r["H"], r["topk"], r["extra"], 64), r

@@ -51,7 +51,20 @@ def _kernel_library() -> Path:
     return build.build_cached()
 
 
-def test_patched_sglang_routes_dspark_draft_call_to_bundled_kernel(tmp_path: Path) -> None:
+def _fi_0617_with_prefill() -> dict:
+    from dsparkctl.flashinfer_tables import known_support
+    from dsparkctl.routing import from_support
+
+    support = known_support("0.6.17")
+    assert support is not None
+    return from_support(support)
+
+
+@pytest.mark.parametrize("t", [5, 96], ids=["draft-5", "prefill-sized-96"])
+def test_patched_sglang_routes_dspark_draft_call_to_bundled_kernel(tmp_path: Path, t: int) -> None:
+    """t = 5: a draft call FlashInfer 0.6.17 has no decode kernel for. t = 96: a verify-sized
+    call of 16 requests, which SGLang sends to FlashInfer's prefill dispatcher, whose 0.6.17
+    table rejects topk 192 with an extra cache: routed with the recorded prefill coverage."""
     import realwheels
 
     if not torch.cuda.is_available():
@@ -67,7 +80,8 @@ def test_patched_sglang_routes_dspark_draft_call_to_bundled_kernel(tmp_path: Pat
     res = apply_patch("sglang-route-sm120", target, {
         "manifest": str(manifest), "route": "missing",
         # FlashInfer 0.6.17's table: (64, 192) has no decode kernel, so the call is routed.
-        "flashinfer_decode": {"version": "0.6.17", "kind": "pairs", "pairs": FI_0617_PAIRS}})
+        "flashinfer_decode": {"version": "0.6.17", "kind": "pairs", "pairs": FI_0617_PAIRS}
+        if t <= 64 else _fi_0617_with_prefill()})
     assert res.changed
 
     sys.path.insert(0, str(site))
@@ -82,7 +96,7 @@ def test_patched_sglang_routes_dspark_draft_call_to_bundled_kernel(tmp_path: Pat
         assert Path(mod.__file__).resolve().is_relative_to(site.resolve())
 
         gen = torch.Generator(device="cuda").manual_seed(4)
-        t, h, topk, gamma, prefix = 5, 64, 192, 5, 700
+        h, topk, gamma, prefix = 64, 192, 5, 700
         pad = layout.sglang_page_bytes(256) - layout.logical_page_bytes(256)
         kv = torch.randn(4 * 256, 512, generator=gen, device="cuda")
         cache = layout.quantize_kv(kv, 256, page_stride_pad=pad)

@@ -142,3 +142,32 @@ def test_non_dsv4_and_prefill_sized_calls_are_not_routed(patched: tuple[ModuleTy
     big = _draft_call(t=70)
     out, lse = mod.flash_mla_with_kvcache_sm120(**big)
     assert CALLS == [] and lse is not None and out.shape[0] == 70
+
+
+def test_prefill_sized_call_flashinfer_rejects_is_routed_and_equals_sglangs_torch_path(
+        patched: tuple[ModuleType, ModuleType], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 70-token DSpark call with an extra cache (verify at bs >= 12) goes, on the FlashInfer
+    backend, to FlashInfer's prefill dispatcher, which rejects topk 192 with an extra cache up
+    to 0.6.17: with the prefill coverage recorded, the router serves it instead, and its answer
+    equals SGLang's own torch path on the same inputs."""
+    from dsparkctl.flashinfer_tables import known_support
+    from dsparkctl.routing import from_support, route_config, route_config_bytes
+
+    mod, router = patched
+    settings = json.loads(router.CONFIG_PATH.read_text())
+    support = known_support("0.6.15.post1")
+    assert support is not None
+    router.CONFIG_PATH.write_bytes(route_config_bytes(route_config(
+        {"route": "missing", "manifest": settings["manifest"]}, from_support(support),
+        settings["patch"])))
+    monkeypatch.setattr(mod, "_sm120_default_backend", "flashinfer")
+    call = _draft_call(t=70)
+    routed_out, routed_lse = mod.flash_mla_with_kvcache_sm120(**call)
+    assert len(CALLS) == 1 and routed_lse is None and routed_out.shape == (70, 1, 64, 512)
+
+    monkeypatch.setattr(mod, "_sm120_default_backend", "torch")
+    own_out, own_lse = mod.flash_mla_with_kvcache_sm120(**call)
+    assert len(CALLS) == 1 and own_lse is not None  # prefill-sized on torch: not routed
+    err = (routed_out.float() - own_out.float()).abs()
+    assert bool((err <= 2e-3 + 1e-2 * own_out.float().abs()).all()), float(err.max())
+    assert float(own_out.float().abs().max()) > 0.05

@@ -95,7 +95,7 @@ def normalize_kernel_result(result: Any) -> tuple[list[Finding], bool, dict[str,
 
 def call_kernel_hook(hook: Callable[..., Any], *, kernel: str | None, long: bool,
                      show_progress: bool, plan_factory: Callable[[], Any] | None,
-                     routed: Callable[[int, int], bool] | None = None) -> Any:
+                     routed: Callable[..., bool] | None = None) -> Any:
     """Call the hook with the arguments its signature asks for.
 
     The contract is keyword-only ``kernel``, ``long``, ``show_progress``. A hook
@@ -131,7 +131,7 @@ def call_kernel_hook(hook: Callable[..., Any], *, kernel: str | None, long: bool
 
 def run_kernel_level(*, kernel: str | None, long: bool, show_progress: bool,
                      gpu: tuple[bool, str], plan_factory: Callable[[], Any] | None = None,
-                     routed: Callable[[int, int], bool] | None = None,
+                     routed: Callable[..., bool] | None = None,
                      ) -> tuple[list[Finding], bool | None, dict[str, Any]]:
     """Kernel-level checks when possible. ``judged`` is None when they did not run."""
     has_gpu, why = gpu
@@ -230,9 +230,10 @@ def smoke(
         state["routed"] = report.routed  # dsparkctl's router's own rule, or None
         return report.plan
 
-    def routed(heads: int, topk: int) -> bool:
+    def routed(heads: int, topk: int, num_tokens: int = 1, extra_topk: int = 0,
+               extra_page_size: int = 64) -> bool:
         rule = state.get("routed")
-        return bool(rule and rule(heads, topk))
+        return bool(rule and rule(heads, topk, num_tokens, extra_topk, extra_page_size))
 
     if kernel is None:
         kernel = _routed_kernel(plan_opts)
@@ -315,7 +316,7 @@ def run_smoke(*, long: bool, endpoint: str | None, baseline: str | None,
               kernel: str | None, show_progress: bool,
               gpu: Callable[[], tuple[bool, str]] | None = None,
               plan_factory: Callable[[], Any] | None = None,
-              routed: Callable[[int, int], bool] | None = None) -> dict[str, Any]:
+              routed: Callable[..., bool] | None = None) -> dict[str, Any]:
     """Everything but printing: validate, run what can run here, build the envelope."""
     if kernel is not None and kernel not in KERNEL_CHOICES:
         raise UsageError(f"--kernel {kernel!r}: choose one of {', '.join(KERNEL_CHOICES)}")

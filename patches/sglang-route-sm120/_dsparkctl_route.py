@@ -17,7 +17,17 @@ it, written at apply time:
 - ``manifest``: the bundled kernels' install manifest, naming the library
   that registers ``torch.ops.dsparkctl.sparse_mla_decode``.
 - ``flashinfer``: what the installed FlashInfer decode kernel serves
-  (``kind`` pairs|envelope|none|unknown).
+  (``kind`` pairs|envelope|none|unknown) and, under ``prefill``, what its
+  prefill dispatcher serves (``null``: not known, so nothing is assumed served).
+
+Calls of more than ``max_tokens`` (64) tokens go to FlashInfer's prefill
+dispatcher, which rejects shapes its tables lack (``Unsupported sparse-MLA
+prefill configuration``: DSpark's topk 192 before 0.6.18, an extra cache with
+topk != 128 before 0.7.0). In every mode but ``off`` those shapes go to the
+bundled kernel too; prefill-sized shapes FlashInfer serves stay with it, in
+``all`` mode as well (its prefill kernel is built for long chunks). A settings
+file written before dsparkctl knew this (no ``prefill`` key) routes no
+prefill-sized call, as then.
 
 A shape FlashInfer cannot serve is never handed back to SGLang when the
 bundled kernel is missing: that path dies in CUDA-graph capture or, with
@@ -75,6 +85,10 @@ class RouteConfig:
             self.fi_pairs = frozenset((int(h), int(k)) for h, k in fi.get("pairs") or ())
             self.fi_max_heads = int(fi.get("max_heads", 128))
             self.fi_min_topk = int(fi.get("min_topk", 1))
+            # "legacy": settings from before prefill routing (route no prefill-sized call);
+            # None: FlashInfer's prefill coverage is not known (it serves nothing for sure).
+            self.fi_prefill: dict[str, Any] | str | None = (
+                _prefill_coverage(fi["prefill"]) if "prefill" in fi else "legacy")
         except (TypeError, ValueError, AttributeError) as exc:
             raise RouteError(f"{source}: a malformed value ({type(exc).__name__}: {exc}); "
                              f"run `dsparkctl patches apply` again to rewrite it") from None
@@ -89,8 +103,32 @@ class RouteConfig:
             return 1 <= num_heads <= self.fi_max_heads and topk >= self.fi_min_topk
         return False
 
+    def prefill_serves(self, num_heads: int, topk: int, extra_topk: int = 0,
+                       extra_page_size: int = 64) -> bool:
+        """Whether FlashInfer's prefill dispatcher takes this shape (same rule as
+        dsparkctl's ``PrefillSupport.serves``; a test keeps the two equal)."""
+        cov = self.fi_prefill
+        if cov == "legacy":
+            return True
+        if not isinstance(cov, dict):
+            return False
+        heads = cov["pad_heads_to"].get(num_heads, num_heads)
+        if cov["single_heads"] and heads not in cov["single_heads"]:
+            return False
+        if extra_topk > 0 and cov["dual_extra_page_sizes"] and (
+                extra_page_size not in cov["dual_extra_page_sizes"]):
+            return False
+        if cov["any_topk_multiple"]:
+            return 1 <= num_heads <= 128 and topk % cov["any_topk_multiple"] == 0
+        if not cov["single_heads"]:
+            return False
+        if extra_topk > 0:
+            return topk in cov["dual_topks"]
+        return topk in cov["single_topks"]
+
     def routes(self, num_heads: int, topk: int, backend: str = "flashinfer",
                mode: str | None = None) -> bool:
+        """The decision for a decode-sized call (at most ``max_tokens`` tokens)."""
         mode = mode or self.mode
         if mode == "all":
             return True
@@ -99,6 +137,36 @@ class RouteConfig:
         # SGLang's triton / torch backends serve every shape; only its
         # FlashInfer path has holes.
         return backend == "flashinfer" and not self.flashinfer_serves(num_heads, topk)
+
+    def routes_call(self, num_tokens: int, num_heads: int, topk: int, extra_topk: int = 0,
+                    extra_page_size: int = 64, backend: str = "flashinfer",
+                    mode: str | None = None) -> bool:
+        """The decision for any call: decode-sized ones by ``routes``; prefill-sized ones
+        only where FlashInfer's prefill dispatcher would reject them (any mode but off)."""
+        mode = mode or self.mode
+        if num_tokens <= self.max_tokens or mode == "off":
+            return self.routes(num_heads, topk, backend, mode)
+        return backend == "flashinfer" and not self.prefill_serves(
+            num_heads, topk, extra_topk, extra_page_size)
+
+    def flashinfer_serves_call(self, num_tokens: int, num_heads: int, topk: int,
+                               extra_topk: int = 0, extra_page_size: int = 64) -> bool:
+        if num_tokens <= self.max_tokens:
+            return self.flashinfer_serves(num_heads, topk)
+        return self.prefill_serves(num_heads, topk, extra_topk, extra_page_size)
+
+
+def _prefill_coverage(obj: Any) -> dict[str, Any] | None:
+    """``flashinfer.prefill`` as sets (raises TypeError / ValueError / AttributeError on a
+    malformed value, which ``RouteConfig`` turns into a RouteError naming the file)."""
+    if obj is None:
+        return None
+    ints = ("single_heads", "single_topks", "dual_topks", "dual_extra_page_sizes")
+    cov: dict[str, Any] = {k: frozenset(int(v) for v in obj.get(k) or ()) for k in ints}
+    cov["pad_heads_to"] = {int(a): int(b) for a, b in (obj.get("pad_heads_to") or {}).items()}
+    multiple = obj.get("any_topk_multiple")
+    cov["any_topk_multiple"] = int(multiple) if multiple else None
+    return cov
 
 
 def load_config(path: Path = CONFIG_PATH) -> RouteConfig:
@@ -179,6 +247,16 @@ def dsv4_decode_shape(kwargs: dict[str, Any]) -> tuple[int, int, int] | None:
     if indices.shape[0] != num_tokens:
         return None
     return int(num_tokens), int(num_heads), int(indices.shape[-1])
+
+
+def extra_shape(kwargs: dict[str, Any]) -> tuple[int, int]:
+    """``(extra_topk, extra page size)`` of a DSV4 call, ``(0, 64)`` without an extra cache:
+    FlashInfer's prefill dispatcher decides on both."""
+    extra = kwargs.get("extra_k_cache")
+    eidx = kwargs.get("extra_indices_in_kvcache")
+    if extra is None or eidx is None:
+        return 0, 64
+    return int(eidx.shape[-1]), int(extra.shape[1])
 
 
 def _squeeze_token_dim(t: Any) -> Any:
@@ -285,14 +363,14 @@ def maybe_route(kwargs: dict[str, Any], backend: str = "flashinfer") -> Any:
         return None
     if mode not in MODES:
         raise RouteError(f"DSPARKCTL_ROUTE={mode!r} is not one of {MODES}")
-    if shape[0] > cfg.max_tokens:
-        return None
-    _, num_heads, topk = shape
-    if not cfg.routes(num_heads, topk, backend, mode):
+    num_tokens, num_heads, topk = shape
+    extra_topk, extra_page = extra_shape(kwargs)
+    if not cfg.routes_call(num_tokens, num_heads, topk, extra_topk, extra_page, backend, mode):
         return None
     op = _ROUTER.op(cfg)
     if op is None:
-        if backend != "flashinfer" or cfg.flashinfer_serves(num_heads, topk):
+        if backend != "flashinfer" or cfg.flashinfer_serves_call(
+                num_tokens, num_heads, topk, extra_topk, extra_page):
             if (num_heads, topk) not in _ROUTER._warned:
                 _ROUTER._warned.add((num_heads, topk))
                 logger.warning("dsparkctl route=all but the bundled kernel is unavailable (%s); "
@@ -300,9 +378,11 @@ def maybe_route(kwargs: dict[str, Any], backend: str = "flashinfer") -> Any:
                                backend, num_heads, topk)
             return None
         fi = f"FlashInfer {cfg.fi_version}" if cfg.fi_version else "FlashInfer"
+        lacks = ("decode kernel" if num_tokens <= cfg.max_tokens else
+                 f"prefill kernel (num_tokens={num_tokens}, extra_topk={extra_topk})")
         raise RouteError(
-            f"dsparkctl routes DSV4 sparse-MLA decode (heads={num_heads}, topk={topk}) to its "
-            f"bundled kernel because {fi} has no decode kernel for it, but the bundled kernel "
+            f"dsparkctl routes DSV4 sparse-MLA calls (heads={num_heads}, topk={topk}) to its "
+            f"bundled kernel because {fi} has no {lacks} for them, but the bundled kernel "
             f"is unavailable: {_ROUTER._op_error}. Run `dsparkctl install-kernels` (or "
             f"`dsparkctl patches revert` to remove the routing)."
         )
