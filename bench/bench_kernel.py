@@ -177,14 +177,16 @@ def prefill_sized_shapes() -> list[dict]:
     """Calls of more than 64 tokens the router sends to the bundled kernel when FlashInfer's
     prefill dispatcher rejects them: DSpark draft / verify batches above 64 tokens (64 heads, and
     16 per rank at TP 4) and prefill chunks at heads per rank FlashInfer <= 0.6.17 has no
-    prefill kernel for (8: 64 heads at TP 8)."""
+    prefill kernel for (8: 64 heads at TP 8), or whose dual-cache form FlashInfer 0.6.18 answers
+    wrongly (flashinfer #5095: every dual-cache prefill-sized call there; 16 heads: TP 4)."""
     out = []
     for h in (64, 16):
         for extra in (0, 512):
             for t in (96, 192, 512):
                 out.append({"kind": "dspark-prefill-sized", "H": h, "topk": 192, "valid": 133, "extra": extra, "T": t})
-    for t in (1024, 4096):
-        out.append({"kind": "prefill-chunk", "H": 8, "topk": 128, "valid": 128, "extra": 512, "T": t})
+    for h in (8, 16):
+        for t in (1024, 4096):
+            out.append({"kind": "prefill-chunk", "H": h, "topk": 128, "valid": 128, "extra": 512, "T": t})
     return out
 
 

@@ -27,7 +27,7 @@ from dsparkctl.plan_findings import (
     compat_by_release,
     missing_kernel_findings,
     prefill_error_findings,
-    prefill_routed,
+    routes_any_size,
 )
 from dsparkctl.startup_checks import startup_findings
 
@@ -80,10 +80,7 @@ class DoctorReport:
         """The plan, each call marked ``routed`` when dsparkctl's router serves it."""
         plan = self.plan.to_json()
         for call, obj in zip(self.plan.calls, plan["calls"], strict=True):
-            decode = bool(self.routed and any(p in ("assert", "error") and n <= 64
-                                              for n, p in call.paths.items())
-                          and self.routed(call.num_heads, call.topk))
-            obj["routed"] = decode or prefill_routed(call, self.routed)
+            obj["routed"] = routes_any_size(call, self.routed)
         return plan
 
     @property
@@ -262,6 +259,10 @@ def run_doctor(opts: DoctorOptions) -> DoctorReport:
                                             upgrade_to=upgrade_to, routed=routed))
     findings.extend(prefill_error_findings(plan.calls, upgrade_to=upgrade_to, routed=routed))
 
+    duals = [c for c in plan.calls if c.extra_topk > 0 and any(n > 64 for n in c.paths)]
+    facts = dataclasses.replace(facts, dual_prefill_routed=bool(duals) and all(
+        routed is not None and routed(c.num_heads, c.topk, n, c.extra_topk, c.extra_page_size)
+        for c in duals for n in c.paths if n > 64))
     findings.extend(pitfalls.evaluate(facts))
     findings.extend(startup_findings(serving, plan, from_launch_line=bool(opts.from_cmdline)))
     if getattr(target, "duplicates", None):

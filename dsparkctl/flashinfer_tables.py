@@ -217,6 +217,28 @@ def known_support(version: str) -> Dsv4Support | None:
     return dataclasses.replace(row.support, version=version, notes=notes)
 
 
+# Prefill-path numerics defects by release range: the prefill dispatcher takes the call and
+# returns a wrong answer. The router sends the affected prefill-sized calls to the bundled
+# kernel; doctor's pitfalls table carries the text for the operator.
+DUAL_READS_PAST_LENGTH = "dual-reads-past-length"
+PREFILL_DEFECTS: tuple[tuple[SpecifierSet, str, str], ...] = (
+    # DSV4 dual-cache prefill with > 64 tokens reads index lanes at positions >= topk_length
+    # unless they are -1 (flashinfer #5095; fixed in 0.7.0's rewrite of the prefill kernel)
+    (SpecifierSet(">=0.6.18,<0.7"), DUAL_READS_PAST_LENGTH,
+     "https://github.com/flashinfer-ai/flashinfer/issues/5095"),
+)
+
+
+def prefill_defects(version: str | None) -> list[str]:
+    """The prefill defects of a release (public version; none for an unparseable one)."""
+    try:
+        v = Version(Version(version).public) if version else None
+    except InvalidVersion:
+        return []
+    return [name for spec, name, _ in PREFILL_DEFECTS
+            if v is not None and spec.contains(v, prereleases=True)]
+
+
 def known_versions() -> list[str]:
     """Published versions whose wheels were read to build the table, oldest first."""
     out = {p for row in RELEASES if row.support is not None for p in row.verified}

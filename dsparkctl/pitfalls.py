@@ -41,6 +41,9 @@ class Facts:
     disable_cuda_graph: bool = False
     disable_custom_all_reduce: bool = False
     sglang_flashinfer_pin: str | None = None
+    # the installed dsparkctl router sends every planned prefill-sized dual-cache call to the
+    # bundled kernel (doctor fills it from the router's own rule)
+    dual_prefill_routed: bool = False
 
 
 def _ver(text: str | None) -> Version | None:
@@ -113,6 +116,7 @@ FACTS: dict[str, Callable[[Facts], bool]] = {
     "cutlass_cu12_on_cu13": _cutlass_cu12_on_cu13,
     "torch_cuda_newer_than_driver": _torch_cuda_newer_than_driver,
     "flashinfer_off_sglang_pin": _flashinfer_off_pin,
+    "dual_prefill_routed": lambda f: f.dual_prefill_routed,
 }
 
 
@@ -174,9 +178,11 @@ PITFALLS: tuple[Pitfall, ...] = (
         "flashinfer-0618-dual-prefill-corruption", W,
         "FlashInfer 0.6.18 DSV4 dual-cache prefill with more than 64 tokens is silently corrupted "
         "unless index lanes at positions >= topk_length are -1",
-        "Upgrade to flashinfer-python>=0.7.0, or make sure the producer writes -1 past topk_length.",
+        "Upgrade to flashinfer-python>=0.7.0, or `dsparkctl install-kernels` (its router sends "
+        "these calls to the bundled kernel, which never reads past topk_length).",
         (f"{GH_FI}/issues/5095",),
         packages={"flashinfer-python": ">=0.6.18,<0.7"}, facts=("sm12x",),
+        absent=("dual_prefill_routed",),
     ),
     Pitfall(
         "gb10-padded-graph-hang", W,

@@ -119,6 +119,14 @@ def prefill_routed(call: CallLike, routed: Routed | None) -> bool:
         routed(call.num_heads, call.topk, n, call.extra_topk, call.extra_page_size) for n in ns)
 
 
+def routes_any_size(call: CallLike, routed: Routed | None) -> bool:
+    """Whether the installed router takes any size of ``call`` (the plan's ``routed`` mark:
+    decode misses, ``--route all``, rejected or defective prefill-sized calls)."""
+    return routed is not None and any(
+        routed(call.num_heads, call.topk, n, call.extra_topk, call.extra_page_size)
+        for n in call.paths)
+
+
 def prefill_error_findings(calls: Iterable[CallLike], *, upgrade_to: str | None,
                            routed: Routed | None = None) -> list[Finding]:
     """Prefill-sized calls (> 64 tokens) that FlashInfer's prefill dispatcher rejects: an

@@ -149,9 +149,8 @@ def render_doctor(doc: dict[str, Any], console: Console) -> None:
         pt.add_row(
             c["phase"], str(c["num_heads"]), str(c["topk"]), str(c.get("extra_topk", 0)),
             compact_ints(c.get("num_tokens", [])), c.get("path", "?"),
-            Text("yes", style="green") if ok else Text("routed", style="cyan")
-            if ok is False and c.get("routed") else Text("no", style="bold red") if ok is False
-            else Text("?", style="yellow"),
+            Text("routed", style="cyan") if c.get("routed") else Text("yes", style="green")
+            if ok else Text("no", style="bold red") if ok is False else Text("?", style="yellow"),
         )
     console.print(pt)
     for note in plan.get("notes", []):

@@ -42,7 +42,9 @@ def read_flashinfer_decode(site: Path) -> dict[str, Any]:
 def from_support(support: Dsv4Support) -> dict[str, Any]:
     """The doctor's reading of FlashInfer, in the router's terms: the decode coverage and,
     under ``prefill``, the prefill dispatcher's (calls of more than 64 tokens)."""
-    prefill = support.prefill.to_json()
+    from dsparkctl.flashinfer_tables import prefill_defects
+
+    prefill = {**support.prefill.to_json(), "defects": prefill_defects(support.version)}
     if support.kind == "pairs" and support.pairs is not None:
         return {"version": support.version, "kind": "pairs",
                 "pairs": [list(p) for p in sorted(support.pairs)], "source": support.source,

@@ -241,7 +241,15 @@ def test_router_records_flashinfer_and_doctor_sees_a_downgrade(tmp_path: Path, w
     assert res.returncode == 0, res.stdout + res.stderr
     code, ids, doc = doctor_ids(site)
     assert code == 0 and doc["routing"]["active"], ids
-    assert not [c for c in doc["plan"]["calls"] if c["routed"]]  # 0.6.18 serves everything
+    # 0.6.18 serves every shape; only its dual-cache prefill-sized calls are routed, for the
+    # lanes it reads past topk_length (flashinfer #5095)
+    routed = [c for c in doc["plan"]["calls"] if c["routed"]]
+    assert routed and all(c["supported"] for c in routed)
+    assert {(c["extra_topk"] > 0, min(int(n) for n in c["paths"]) > 64) for c in routed} == {
+        (True, True)}
+    assert {(c["phase"], c["extra_topk"]) for c in doc["plan"]["calls"]
+            if c["extra_topk"] and min(int(n) for n in c["paths"]) > 64} == {
+        (c["phase"], c["extra_topk"]) for c in routed}
 
     shutil.rmtree(site / "flashinfer")
     shutil.rmtree(site / "flashinfer_python-0.6.18.dist-info")
@@ -285,6 +293,35 @@ def test_prefill_sized_draft_calls_flashinfer_rejects_are_routed_and_doctor_says
     assert not [c for c in doc["plan"]["calls"] if c["routed"] and c["supported"]]
     human = run(*args[:-1])
     assert "routed" in human.stdout and "plan-prefill-routed-to-bundled" in human.stdout
+
+
+def test_doctor_drops_the_0618_dual_prefill_pitfall_once_the_router_takes_those_calls(
+        tmp_path: Path, wheels, monkeypatch) -> None:
+    """On an SM120 box with FlashInfer 0.6.18 every dual-cache prompt > 64 tokens is corrupted
+    (flashinfer #5095). Doctor warns; after install-kernels' routing the router's own rule sends
+    every such planned call to the bundled kernel and the warning goes."""
+    from dsparkctl import doctor, gpus
+
+    site = wheels.site_packages(tmp_path / "site", [("sglang", "0.5.17"),
+                                                    ("flashinfer-python", "0.6.18")],
+                                copy=True, only=["sglang", "flashinfer"])
+    sm120 = gpus.GpuReport(gpus=[gpus.GpuInfo(0, "NVIDIA RTX PRO 6000 Blackwell", "12.0",
+                                              96 << 30, "580.0")])
+    monkeypatch.setattr(gpus, "probe_gpus", lambda: sm120)
+    opts = doctor.DoctorOptions(site_packages=site, tp=4, gamma=5, environ={})
+
+    def pitfall_ids() -> set[str]:
+        return {f.id for f in doctor.run_doctor(opts).findings}
+
+    assert "flashinfer-0618-dual-prefill-corruption" in pitfall_ids()
+    res = run("patches", "apply", "--site-packages", str(site), "--kernel-manifest",
+              str(_fake_install(tmp_path)), "--json")
+    assert res.returncode == 0, res.stdout + res.stderr
+    report = doctor.run_doctor(opts)
+    assert "flashinfer-0618-dual-prefill-corruption" not in {f.id for f in report.findings}
+    routed = [c for c in report.plan.calls if report.routed(
+        c.num_heads, c.topk, 65, c.extra_topk, c.extra_page_size)]
+    assert routed and all(c.extra_topk > 0 for c in routed)
 
 
 def test_smoke_and_install_share_one_build(tmp_path: Path, monkeypatch) -> None:

@@ -66,6 +66,8 @@ def test_quiet_on_a_clean_single_gpu_box() -> None:
         (Facts(packages={"vllm": "0.20.0", "sglang": "0.5.19"}), "vllm-flashinfer-pin"),
         (Facts(packages={"sglang": "0.5.17", "flashinfer-python": "0.6.18"},
                sglang_flashinfer_pin="==0.6.15.post1"), "flashinfer-off-sglang-pin"),
+        (Facts(packages={"flashinfer-python": "0.6.18.post1"}, gpu_ccs=("12.0",)),
+         "flashinfer-0618-dual-prefill-corruption"),
     ],
 )
 def test_rule_fires(facts: Facts, expected: str) -> None:
@@ -92,6 +94,12 @@ def test_rule_fires(facts: Facts, expected: str) -> None:
         (Facts(torch_cuda="12.9", cuda_driver_version="13.0"), "torch-cuda-newer-than-driver"),
         (Facts(packages={"sglang": "0.5.17", "flashinfer-python": "0.6.15.post1"},
                sglang_flashinfer_pin="==0.6.15.post1"), "flashinfer-off-sglang-pin"),
+        # the installed router sends every planned dual-cache prefill-sized call to the bundled
+        # kernel (doctor asks the router's own rule)
+        (Facts(packages={"flashinfer-python": "0.6.18"}, gpu_ccs=("12.0",),
+               dual_prefill_routed=True), "flashinfer-0618-dual-prefill-corruption"),
+        (Facts(packages={"flashinfer-python": "0.7.0"}, gpu_ccs=("12.0",)),
+         "flashinfer-0618-dual-prefill-corruption"),
     ],
 )
 def test_rule_stays_quiet(facts: Facts, absent: str) -> None:

@@ -377,8 +377,38 @@ def test_prefill_sized_bench_rows_are_calls_the_router_takes(router: ModuleType,
     import benchscripts
 
     rows = benchscripts.load("bench_kernel").prefill_sized_shapes()
-    _config(tmp_path, fi=_fi("0.6.17"))
-    cfg = router.load_config(router.CONFIG_PATH)
     assert rows and {r["kind"] for r in rows} == {"dspark-prefill-sized", "prefill-chunk"}
-    for r in rows:
-        assert r["T"] > 64 and cfg.routes_call(r["T"], r["H"], r["topk"], r["extra"], 64), r
+    taken = []
+    for version in ("0.6.17", "0.6.18"):
+        _config(tmp_path, fi=_fi(version))
+        cfg = router.load_config(router.CONFIG_PATH)
+        taken.append([cfg.routes_call(r["T"], r["H"], r["topk"], r["extra"], 64) for r in rows])
+    assert all(r["T"] > 64 for r in rows)
+    assert all(a or b for a, b in zip(*taken, strict=True)), rows
+    # 16-head dual chunks: served right on 0.6.17, routed on 0.6.18 for its defect alone
+    assert [r["H"] for r, a, b in zip(rows, *taken, strict=True)
+            if r["kind"] == "prefill-chunk" and not a] == [16, 16]
+
+
+def test_releases_whose_dual_prefill_reads_past_the_length_route_those_calls(
+        router: ModuleType, tmp_path: Path) -> None:
+    """FlashInfer 0.6.18 serves dual-cache prefill but reads index lanes past topk_length
+    (flashinfer #5095: every prompt > 64 tokens corrupted under SGLang): those calls go to the
+    bundled kernel; single-cache ones and 0.7.0's fixed kernel stay with FlashInfer."""
+    from dsparkctl import flashinfer_tables as tables
+
+    assert router.DUAL_READS_PAST_LENGTH == tables.DUAL_READS_PAST_LENGTH
+    assert tables.prefill_defects("0.6.18.post1") == [tables.DUAL_READS_PAST_LENGTH]
+    assert tables.prefill_defects("0.6.17") == tables.prefill_defects("0.7.0") == []
+    assert tables.prefill_defects("not-a-version") == tables.prefill_defects(None) == []
+    _config(tmp_path, fi=_fi("0.6.18"))
+    cfg = router.load_config(router.CONFIG_PATH)
+    assert cfg.prefill_serves(16, 128, 512, 64)  # the dispatcher takes it...
+    assert cfg.routes_call(4096, 16, 128, 512, 64)  # ...and answers wrongly: routed
+    assert cfg.routes_call(70, 64, 128, 512, 2, mode="all")
+    assert not cfg.routes_call(4096, 16, 128) and not cfg.routes_call(70, 64, 512)
+    assert not cfg.routes_call(70, 64, 128, 512, 64, mode="off")
+    assert not cfg.routes_call(70, 64, 128, 512, 64, backend="triton")
+    assert not cfg.routes_call(32, 64, 128, 512, 64)  # decode-sized: the decode kernel is fine
+    _config(tmp_path, fi=_fi("0.7.0"))
+    assert not router.load_config(router.CONFIG_PATH).routes_call(4096, 16, 128, 512, 64)

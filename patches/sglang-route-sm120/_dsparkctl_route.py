@@ -24,10 +24,12 @@ Calls of more than ``max_tokens`` (64) tokens go to FlashInfer's prefill
 dispatcher, which rejects shapes its tables lack (``Unsupported sparse-MLA
 prefill configuration``: DSpark's topk 192 before 0.6.18, an extra cache with
 topk != 128 before 0.7.0). In every mode but ``off`` those shapes go to the
-bundled kernel too; prefill-sized shapes FlashInfer serves stay with it, in
-``all`` mode as well (its prefill kernel is built for long chunks). A settings
-file written before dsparkctl knew this (no ``prefill`` key) routes no
-prefill-sized call, as then.
+bundled kernel too, and so do the calls a release is known to answer wrongly
+(``prefill.defects``: ``dual-reads-past-length``, 0.6.18's dual-cache prefill
+reading index lanes past topk_length, flashinfer #5095); the other
+prefill-sized calls stay with FlashInfer, in ``all`` mode as well (its prefill
+kernel is built for long chunks). A settings file written before dsparkctl
+knew this (no ``prefill`` key) routes no prefill-sized call, as then.
 
 A shape FlashInfer cannot serve is never handed back to SGLang when the
 bundled kernel is missing: that path dies in CUDA-graph capture or, with
@@ -54,6 +56,8 @@ DSV4_D_QK = 512
 DSV4_D_V = 512
 DSV4_BYTES_PER_TOKEN = 584
 DECODE_MAX_TOKENS = 64
+# flashinfer_tables.DUAL_READS_PAST_LENGTH (a test keeps the two equal)
+DUAL_READS_PAST_LENGTH = "dual-reads-past-length"
 # torch.ops.<namespace>.<name>, registered by the bundled kernel library.
 OP_NAMESPACE = "dsparkctl"
 OP_NAME = "sparse_mla_decode"
@@ -138,16 +142,24 @@ class RouteConfig:
         # FlashInfer path has holes.
         return backend == "flashinfer" and not self.flashinfer_serves(num_heads, topk)
 
+    def prefill_defective(self, extra_topk: int) -> bool:
+        """Whether FlashInfer's prefill path takes such a call and answers it wrongly."""
+        cov = self.fi_prefill
+        return isinstance(cov, dict) and extra_topk > 0 and (
+            DUAL_READS_PAST_LENGTH in cov["defects"])
+
     def routes_call(self, num_tokens: int, num_heads: int, topk: int, extra_topk: int = 0,
                     extra_page_size: int = 64, backend: str = "flashinfer",
                     mode: str | None = None) -> bool:
         """The decision for any call: decode-sized ones by ``routes``; prefill-sized ones
-        only where FlashInfer's prefill dispatcher would reject them (any mode but off)."""
+        only where FlashInfer's prefill dispatcher would reject them or answer them wrongly
+        (any mode but off)."""
         mode = mode or self.mode
         if num_tokens <= self.max_tokens or mode == "off":
             return self.routes(num_heads, topk, backend, mode)
-        return backend == "flashinfer" and not self.prefill_serves(
-            num_heads, topk, extra_topk, extra_page_size)
+        return backend == "flashinfer" and (
+            not self.prefill_serves(num_heads, topk, extra_topk, extra_page_size)
+            or self.prefill_defective(extra_topk))
 
     def flashinfer_serves_call(self, num_tokens: int, num_heads: int, topk: int,
                                extra_topk: int = 0, extra_page_size: int = 64) -> bool:
@@ -166,6 +178,7 @@ def _prefill_coverage(obj: Any) -> dict[str, Any] | None:
     cov["pad_heads_to"] = {int(a): int(b) for a, b in (obj.get("pad_heads_to") or {}).items()}
     multiple = obj.get("any_topk_multiple")
     cov["any_topk_multiple"] = int(multiple) if multiple else None
+    cov["defects"] = frozenset(str(d) for d in obj.get("defects") or ())
     return cov
 
 
@@ -373,9 +386,10 @@ def maybe_route(kwargs: dict[str, Any], backend: str = "flashinfer") -> Any:
                 num_tokens, num_heads, topk, extra_topk, extra_page):
             if (num_heads, topk) not in _ROUTER._warned:
                 _ROUTER._warned.add((num_heads, topk))
-                logger.warning("dsparkctl route=all but the bundled kernel is unavailable (%s); "
-                               "SGLang's %s path serves heads=%d topk=%d", _ROUTER._op_error,
-                               backend, num_heads, topk)
+                logger.warning("dsparkctl would route this call, but the bundled kernel is "
+                               "unavailable (%s); SGLang's %s path serves heads=%d topk=%d "
+                               "num_tokens=%d", _ROUTER._op_error, backend, num_heads, topk,
+                               num_tokens)
             return None
         fi = f"FlashInfer {cfg.fi_version}" if cfg.fi_version else "FlashInfer"
         lacks = ("decode kernel" if num_tokens <= cfg.max_tokens else
