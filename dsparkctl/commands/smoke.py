@@ -235,9 +235,6 @@ def smoke(
         rule = state.get("routed")
         return bool(rule and rule(heads, topk, num_tokens, extra_topk, extra_page_size))
 
-    if kernel is None:
-        kernel = _routed_kernel(plan_opts)
-
     def run(show_progress: bool) -> dict[str, Any]:
         return run_smoke(long=long, endpoint=endpoint, baseline=baseline,
                          baseline_file=baseline_file, save_baseline=save_baseline,
@@ -277,21 +274,6 @@ def _with_identity(doc: dict[str, Any]) -> dict[str, Any]:
     doc.setdefault("gpu_topology", report.to_json())
     doc.setdefault("packages", dict(probe.probe_current().packages))
     return doc
-
-
-def _routed_kernel(plan_opts: Any) -> str | None:
-    """With every DSV4 decode call routed to the bundled kernel, that is the kernel the
-    stack uses; otherwise keep the kernel checks' own default."""
-    from dsparkctl import probe
-    from dsparkctl.routing import routing_state
-
-    try:
-        target = probe.probe_target(plan_opts.python, plan_opts.site_packages)
-    except UsageError:
-        return None
-    where = target.files.get("sglang")
-    state = routing_state(Path(where).parent) if where else None
-    return "bundled" if state and state["active"] and state["mode"] == "all" else None
 
 
 MAX_TIMEOUT_S = 86400.0  # a day: anything longer is a typo, and inf cannot be a deadline
