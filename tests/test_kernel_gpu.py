@@ -872,6 +872,21 @@ def test_fake_tensor_and_compile() -> None:
     assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
 
 
+def test_compile_through_the_python_wrapper() -> None:
+    """torch.compile(fullgraph=True) traces ``ops.sparse_mla_decode`` itself (its validation
+    runs on fake tensors, which have no address) and gives eager's answer bit for bit."""
+    args = _inputs(Case(t=6, h=64, topk=192, pbs=256, extra=None, sink=True, seed=39))
+
+    def f(q, c, i, ln, sink):
+        o, lse = ops.sparse_mla_decode(q, c, i, topk_length=ln, attn_sink=sink, sm_scale=0.05)
+        return o.float() * 2.0, lse
+
+    compiled = torch.compile(f, fullgraph=True)
+    call = (args["q"], args["kv_cache"], args["indices"], args["topk_length"], args["attn_sink"])
+    got, want = compiled(*call), f(*call)
+    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+
+
 def test_direct_op_rejects_bad_input() -> None:
     args = _inputs(Case(t=2, h=8, topk=64, pbs=64, extra=None, sink=False, seed=41))
     op = torch.ops.dsparkctl.sparse_mla_decode

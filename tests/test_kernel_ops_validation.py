@@ -85,3 +85,23 @@ def test_cfg_rejects_bad_config_and_splits() -> None:
         ops.sparse_mla_decode_cfg(q, cache, idx, config=8)
     with pytest.raises(ValueError, match="num_splits"):
         ops.sparse_mla_decode_cfg(q, cache, idx, num_splits=65)
+
+
+def test_validation_traces_fake_cuda_tensors_without_touching_an_address() -> None:
+    """torch.compile traces the wrapper with fake tensors, which have no address: validation
+    must pass without reading one (the op checks the real address at run time) and still
+    reject what the shapes and strides alone show."""
+    import warnings
+
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode(), warnings.catch_warnings():
+        warnings.simplefilter("error")  # "Accessing the data pointer of FakeTensor" fails here
+        q = torch.empty(2, 8, 512, dtype=torch.bfloat16, device="cuda")
+        cache = torch.empty(3, 64, 1, 584, dtype=torch.uint8, device="cuda")
+        idx = torch.empty(2, 64, dtype=torch.int32, device="cuda")
+        ops.validate(q, cache, idx)
+        with pytest.raises(ValueError, match="multiples of 8"):
+            buf = torch.empty(3 * (64 * 584 + 4), dtype=torch.uint8, device="cuda")
+            odd = buf.as_strided((3, 64, 1, 584), (64 * 584 + 4, 584, 584, 1))
+            ops.validate(q, odd, idx)  # page stride 37,380: not a multiple of 8

@@ -187,10 +187,18 @@ def _check_cache(name: str, cache: torch.Tensor) -> None:
             "tokens per page (576 data + 8 scale bytes each); pass the page buffer view, "
             "not a compacted copy"
         )
-    if stride % 8 != 0 or cache.data_ptr() % 8 != 0:
+    # A fake tensor (torch.compile's tracing, FakeTensorMode) has no address: the op's CUDA
+    # kernel checks the real one at run time.
+    if stride % 8 != 0 or (not _is_fake(cache) and cache.data_ptr() % 8 != 0):
         raise ValueError(
             f"{name}: page stride ({stride}) and base address must be multiples of 8 bytes"
         )
+
+
+def _is_fake(t: torch.Tensor) -> bool:
+    from torch._subclasses.fake_tensor import is_fake
+
+    return bool(is_fake(t))
 
 
 def validate(
