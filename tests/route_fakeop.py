@@ -71,3 +71,11 @@ def sparse_mla_decode(q: torch.Tensor, kv_cache: torch.Tensor, indices: torch.Te
     impl = IMPL[-1] if IMPL else echo_impl
     out, lse = impl(*args)
     return out.clone(), lse.clone()
+
+
+@sparse_mla_decode.register_fake
+def _(q: torch.Tensor, *rest: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """Shapes only, for torch.compile's tracing of the ops wrapper."""
+    t, h, _ = q.shape
+    return q.new_empty(t, h, 512), q.new_empty((t, h), dtype=torch.float32)
+

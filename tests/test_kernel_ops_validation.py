@@ -105,3 +105,33 @@ def test_validation_traces_fake_cuda_tensors_without_touching_an_address() -> No
             buf = torch.empty(3 * (64 * 584 + 4), dtype=torch.uint8, device="cuda")
             odd = buf.as_strided((3, 64, 1, 584), (64 * 584 + 4, 584, 584, 1))
             ops.validate(q, odd, idx)  # page stride 37,380: not a multiple of 8
+
+
+def test_the_wrapper_compiles_as_one_graph(monkeypatch: pytest.MonkeyPatch) -> None:
+    """torch.compile(fullgraph=True) of a caller of ``ops.sparse_mla_decode``: no graph break
+    (validation and the loader stay out of the trace), and the compiled call reaches the op
+    (here a CPU stand-in under its own namespace) with the caller's tensors and scale."""
+    import route_fakeop
+
+    monkeypatch.setattr(ops, "OP_NAMESPACE", route_fakeop.NAMESPACE)
+    route_fakeop.CALLS.clear()
+    route_fakeop.IMPL.clear()
+    q, cache, idx = _args()
+
+    def f(q: torch.Tensor, c: torch.Tensor, i: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        o, lse = ops.sparse_mla_decode(q, c, i, sm_scale=0.05)
+        return o.float() * 2.0, lse
+
+    torch._dynamo.reset()
+    try:
+        got = torch.compile(f, fullgraph=True, backend="eager")(q, cache, idx)
+    finally:
+        torch._dynamo.reset()
+    want_out, want_lse = route_fakeop.echo_impl(q)
+    assert torch.equal(got[0], want_out.float() * 2.0) and torch.equal(got[1], want_lse)
+    [call] = route_fakeop.CALLS
+    assert call["sm_scale"] == 0.05 and call["kv"][2] == cache.data_ptr()
+    # eagerly the same call is validated, and CPU tensors are refused
+    with pytest.raises(ValueError, match="CUDA"):
+        f(q, cache, idx)
+

@@ -196,6 +196,8 @@ def _check_cache(name: str, cache: torch.Tensor) -> None:
 
 
 def _is_fake(t: torch.Tensor) -> bool:
+    """FakeTensorMode's tensors outside Dynamo (torch.export, make_fx): Dynamo never gets
+    here (``sparse_mla_decode`` skips validation while compiling)."""
     from torch._subclasses.fake_tensor import is_fake
 
     return bool(is_fake(t))
@@ -277,19 +279,29 @@ def sparse_mla_decode(
     """Sparse-MLA decode on the MODEL1 cache: ``(out [T,H,512] bf16, lse [T,H] fp32)``.
 
     See the module docstring for the lse conventions and ``reference`` for the math.
+    Under ``torch.compile`` the op's own checks stand in for ``validate`` (its Meta kernel at
+    trace time, the CUDA kernel at run time): Dynamo cannot trace the Python-side checks and
+    the library loader, and a graph break here would fail ``fullgraph=True``; the op must be
+    loaded (one eager call, or ``load()``) before tracing.
     """
-    validate(
-        q,
-        kv_cache,
-        indices,
-        topk_length=topk_length,
-        attn_sink=attn_sink,
-        extra_kv_cache=extra_kv_cache,
-        extra_indices=extra_indices,
-        extra_topk_length=extra_topk_length,
-    )
+    import torch
+
+    if torch.compiler.is_compiling():
+        op = getattr(getattr(torch.ops, OP_NAMESPACE), OP_NAME)
+    else:
+        validate(
+            q,
+            kv_cache,
+            indices,
+            topk_length=topk_length,
+            attn_sink=attn_sink,
+            extra_kv_cache=extra_kv_cache,
+            extra_indices=extra_indices,
+            extra_topk_length=extra_topk_length,
+        )
+        op = _op()
     scale = float(sm_scale) if sm_scale is not None else layout.HEAD_DIM**-0.5
-    return _op()(
+    return op(
         q,
         kv_cache,
         indices,
