@@ -112,6 +112,7 @@ FACTS: dict[str, Callable[[Facts], bool]] = {
     "arch_list_120f": lambda f: "12.0f" in f.env.get("FLASHINFER_CUDA_ARCH_LIST", ""),
     "flashinfer_version_check_disabled": lambda f: _env_true(f.env, "FLASHINFER_DISABLE_VERSION_CHECK"),
     "triton_backend": lambda f: f.env.get("SGLANG_SM120_FLASHMLA_BACKEND", "").lower() == "triton",
+    "torch_backend": lambda f: f.env.get("SGLANG_SM120_FLASHMLA_BACKEND", "").lower() == "torch",
     "nvcc_12_8": lambda f: (f.nvcc_version or "").startswith("12.8"),
     "cutlass_cu12_on_cu13": _cutlass_cu12_on_cu13,
     "torch_cuda_newer_than_driver": _torch_cuda_newer_than_driver,
@@ -174,15 +175,19 @@ PITFALLS: tuple[Pitfall, ...] = (
         (f"{GH_FI}/issues/4484", f"{GH_FI}/pull/5197"),
         packages={"flashinfer-python": "<0.7.1"}, facts=("speculative", "sm12x"),
     ),
+    # An error: SGLang's SM120 shim does not mask those lanes (0.5.23 read), and the report
+    # on this exact stack has every prompt over 64 tokens come back as garbage.
     Pitfall(
-        "flashinfer-0618-dual-prefill-corruption", W,
+        "flashinfer-0618-dual-prefill-corruption", E,
         "FlashInfer 0.6.18 DSV4 dual-cache prefill with more than 64 tokens is silently corrupted "
-        "unless index lanes at positions >= topk_length are -1",
+        "unless index lanes at positions >= topk_length are -1, which SGLang's SM120 shim does not "
+        "do: every prompt over 64 tokens comes back wrong",
         "Upgrade to flashinfer-python>=0.7.0, or `dsparkctl install-kernels` (its router sends "
-        "these calls to the bundled kernel, which never reads past topk_length).",
+        "these calls to the bundled kernel, which never reads past topk_length), or serve with "
+        "SGLANG_SM120_FLASHMLA_BACKEND=triton (slow prefill).",
         (f"{GH_FI}/issues/5095",),
         packages={"flashinfer-python": ">=0.6.18,<0.7"}, facts=("sm12x",),
-        absent=("dual_prefill_routed",),
+        absent=("dual_prefill_routed", "triton_backend", "torch_backend"),
     ),
     Pitfall(
         "gb10-padded-graph-hang", W,

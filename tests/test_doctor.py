@@ -327,3 +327,22 @@ def test_what_if_skips_a_release_that_crashes_with_this_sglang() -> None:
                           "1", "--gamma", "5", "--cuda-graph-max-bs", "8", "--json")
     assert "sglang-iterates-envelope" not in {f["id"] for f in doc["findings"]}
     assert code == 0
+
+
+def test_on_sm12x_the_upgrade_offered_skips_0618(site, monkeypatch) -> None:
+    """On an SM120 box FlashInfer 0.6.18 serves every DSpark shape yet corrupts every prompt over
+    64 tokens (dual-cache prefill, flashinfer #5095): the plan-missing-kernel fix must not offer
+    it, and the what-if table says why."""
+    from dsparkctl import doctor as doctor_mod
+    from dsparkctl import gpus
+
+    sm120 = gpus.GpuReport(gpus=[gpus.GpuInfo(0, "NVIDIA RTX PRO 6000 Blackwell", "12.0",
+                                              96 << 30, "580.0")])
+    monkeypatch.setattr(gpus, "probe_gpus", lambda: sm120)
+    report = doctor_mod.run_doctor(doctor_mod.DoctorOptions(
+        site_packages=site("0.6.15.post1", "0.5.17"), tp=2, gamma=5, environ={}))
+    rows = {r["version"]: r for r in report.compat}
+    assert rows["0.6.18"]["blocked_by"] == ["flashinfer-0618-dual-prefill-corruption"]
+    assert rows["0.6.18"]["served"] is False and rows["0.7.0"]["served"] is True
+    [missing] = [f for f in report.findings if f.id == "plan-missing-kernel"]
+    assert "flashinfer-python==0.7.0" in missing.fix and "0.6.18" not in missing.fix

@@ -100,6 +100,12 @@ def test_rule_fires(facts: Facts, expected: str) -> None:
                dual_prefill_routed=True), "flashinfer-0618-dual-prefill-corruption"),
         (Facts(packages={"flashinfer-python": "0.7.0"}, gpu_ccs=("12.0",)),
          "flashinfer-0618-dual-prefill-corruption"),
+        (Facts(packages={"flashinfer-python": "0.6.18"}, gpu_ccs=("12.0",),
+               env={"SGLANG_SM120_FLASHMLA_BACKEND": "triton"}),
+         "flashinfer-0618-dual-prefill-corruption"),
+        (Facts(packages={"flashinfer-python": "0.6.18"}, gpu_ccs=("12.0",),
+               env={"SGLANG_SM120_FLASHMLA_BACKEND": "torch"}),
+         "flashinfer-0618-dual-prefill-corruption"),
     ],
 )
 def test_rule_stays_quiet(facts: Facts, absent: str) -> None:
@@ -125,3 +131,19 @@ def test_the_envelope_crash_needs_attention_tp_above_1_and_the_flashinfer_backen
                   Facts(packages=pk, tp=8, dp=8, enable_dp_attention=True),
                   Facts(packages=pk, tp=4, env={"SGLANG_SM120_FLASHMLA_BACKEND": "triton"})):
         assert "sglang-iterates-envelope" not in {f.id for f in evaluate(facts)}
+
+
+def test_the_what_if_table_does_not_offer_0618_on_sm12x_unless_routed() -> None:
+    """FlashInfer 0.6.18 corrupts every prompt over 64 tokens through SGLang's SM120 shim
+    (dual-cache prefill, flashinfer #5095): on an SM12x box it is no upgrade, unless the
+    installed router already sends those calls to the bundled kernel."""
+    from dsparkctl.pitfalls import release_blockers
+
+    box = Facts(packages={"flashinfer-python": "0.6.15.post1", "sglang": "0.5.17"},
+                gpu_ccs=("12.0",), speculative="DSPARK")
+    assert "flashinfer-0618-dual-prefill-corruption" in release_blockers(box, "0.6.18.post1")
+    assert release_blockers(box, "0.7.1") == []
+    routed = Facts(**{**box.__dict__, "dual_prefill_routed": True})
+    assert release_blockers(routed, "0.6.18") == []
+    assert release_blockers(Facts(packages=box.packages), "0.6.18") == []  # no SM12x GPU seen
+
