@@ -187,6 +187,8 @@ def prefill_sized_shapes() -> list[dict]:
     for h in (8, 16):
         for t in (1024, 4096):
             out.append({"kind": "prefill-chunk", "H": h, "topk": 128, "valid": 128, "extra": 512, "T": t})
+    # a c128 layer's chunk: its compressed cache's candidates (the preset plans extra_topk 8256)
+    out.append({"kind": "prefill-chunk", "H": 16, "topk": 128, "valid": 128, "extra": 8256, "T": 1024})
     return out
 
 

@@ -386,8 +386,8 @@ def test_prefill_sized_bench_rows_are_calls_the_router_takes(router: ModuleType,
     assert all(r["T"] > 64 for r in rows)
     assert all(a or b for a, b in zip(*taken, strict=True)), rows
     # 16-head dual chunks: served right on 0.6.17, routed on 0.6.18 for its defect alone
-    assert [r["H"] for r, a, b in zip(rows, *taken, strict=True)
-            if r["kind"] == "prefill-chunk" and not a] == [16, 16]
+    assert [(r["H"], r["extra"]) for r, a, b in zip(rows, *taken, strict=True)
+            if r["kind"] == "prefill-chunk" and not a] == [(16, 512), (16, 512), (16, 8256)]
 
 
 def test_releases_whose_dual_prefill_reads_past_the_length_route_those_calls(
