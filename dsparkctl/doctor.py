@@ -224,6 +224,11 @@ def run_doctor(opts: DoctorOptions) -> DoctorReport:
     if sglang_version and sglang_version != target.packages.get("sglang"):
         packages["sglang"] = sglang_version  # what-if: judge the SGLang being planned for
         pin = None  # the installed SGLang's pin says nothing about another release
+    # The installed router's rule first: what it routes decides pitfalls and the what-if table.
+    routing = _routing(target)
+    override = serving.env.get("DSPARKCTL_ROUTE")
+    findings.extend(_routing_findings(routing, installed_fi, override))
+    routed = _routed_rule(target, routing, override)
     facts = pitfalls.Facts(
         packages=packages,
         env=dict(serving.env),
@@ -238,6 +243,7 @@ def run_doctor(opts: DoctorOptions) -> DoctorReport:
         disable_cuda_graph=serving.disable_cuda_graph,
         disable_custom_all_reduce=bool(serving.extra_flags.get("disable_custom_all_reduce")),
         sglang_flashinfer_pin=pin,
+        dual_prefill_routed=_routes_every_dual_prefill(plan, routed),
     )
     # The plan against every known release: the what-if table, and the smallest upgrade. A
     # release that serves every shape but crashes with this SGLang (a version-pair pitfall
@@ -252,17 +258,10 @@ def run_doctor(opts: DoctorOptions) -> DoctorReport:
     upgrade_to = None
     if support is not None and any(c.supported is False for c in plan.calls):
         upgrade_to = next((str(r["version"]) for r in compat if r["served"]), None)
-    routing = _routing(target)
-    findings.extend(_routing_findings(routing, installed_fi))
-    routed = _routed_rule(target, routing)
     findings.extend(missing_kernel_findings(plan.calls, flashinfer_version=fi_version,
                                             upgrade_to=upgrade_to, routed=routed))
     findings.extend(prefill_error_findings(plan.calls, upgrade_to=upgrade_to, routed=routed))
 
-    duals = [c for c in plan.calls if c.extra_topk > 0 and any(n > 64 for n in c.paths)]
-    facts = dataclasses.replace(facts, dual_prefill_routed=bool(duals) and all(
-        routed is not None and routed(c.num_heads, c.topk, n, c.extra_topk, c.extra_page_size)
-        for c in duals for n in c.paths if n > 64))
     findings.extend(pitfalls.evaluate(facts))
     findings.extend(startup_findings(serving, plan, from_launch_line=bool(opts.from_cmdline)))
     if getattr(target, "duplicates", None):
@@ -286,6 +285,9 @@ def run_doctor(opts: DoctorOptions) -> DoctorReport:
     )
 
 
+ROUTE_OVERRIDES = ("off", "missing", "all")  # the router's MODES
+
+
 def _routing(target: Any) -> dict[str, Any] | None:
     from dsparkctl.routing import routing_state
 
@@ -293,33 +295,58 @@ def _routing(target: Any) -> dict[str, Any] | None:
     return routing_state(Path(where).parent) if where else None
 
 
-def _routed_rule(target: Any, routing: dict[str, Any] | None) -> Any:
-    """The router's own decision per call (``RouteRule``), or None when nothing is routed."""
-    if not routing or not routing["active"]:
+def _routes_every_dual_prefill(plan: Plan, routed: Any) -> bool:
+    """Whether the router takes every planned prefill-sized dual-cache call (the calls
+    FlashInfer 0.6.18 answers wrongly)."""
+    duals = [c for c in plan.calls if c.extra_topk > 0 and any(n > 64 for n in c.paths)]
+    return bool(duals) and routed is not None and all(
+        routed(c.num_heads, c.topk, n, c.extra_topk, c.extra_page_size)
+        for c in duals for n in c.paths if n > 64)
+
+
+def _routed_rule(target: Any, routing: dict[str, Any] | None, override: str | None) -> Any:
+    """The router's own decision per call (``RouteRule``), or None when nothing is routed.
+    ``override`` is DSPARKCTL_ROUTE in the server's environment, which the router obeys."""
+    if not routing or not routing["active"] or override == "off":
         return None
+    if override is not None and override not in ROUTE_OVERRIDES:
+        return None  # the router raises on every call it would take; _routing_findings says so
     from dsparkctl.routing import RouteRule, router_rule
 
     try:
         rule = router_rule(Path(target.files["sglang"]).parent)
     except Exception:  # an unloadable router routes nothing; _routing_findings says why
         return None
-    return RouteRule(rule)
+    return RouteRule(rule, mode=override)
 
 
-def _routing_findings(routing: dict[str, Any] | None,
-                      installed_fi: str | None) -> list[Finding]:
+def _routing_findings(routing: dict[str, Any] | None, installed_fi: str | None,
+                      override: str | None = None) -> list[Finding]:
     """Routing that was installed but no longer holds is an error: the shapes it served fail."""
     if not routing:
         return []
     out = []
     recorded = routing.get("recorded_flashinfer")
-    if routing["active"] and routing["mode"] == "missing" and recorded != installed_fi:
+    # In both modes: prefill-sized calls are routed by the recorded FlashInfer's coverage too.
+    if routing["active"] and recorded != installed_fi:
         out.append(Finding(
             "routing-flashinfer-drift", Severity.ERROR,
-            f"The router decides what to route from FlashInfer {recorded}'s table, but "
-            f"FlashInfer {installed_fi} is installed now: shapes it lacks may not be routed",
-            "Re-run `dsparkctl install-kernels` so the router records the installed FlashInfer "
-            "(or use --route all)."))
+            f"The router decides what to route from FlashInfer {recorded}'s tables, but "
+            f"FlashInfer {installed_fi} is installed now: calls it cannot serve (or answers "
+            f"wrongly) may not be routed",
+            "Re-run `dsparkctl install-kernels` (or `dsparkctl patches apply`) so the router "
+            "records the installed FlashInfer."))
+    if routing["active"] and override is not None and override not in ROUTE_OVERRIDES:
+        out.append(Finding(
+            "routing-override-invalid", Severity.ERROR,
+            f"DSPARKCTL_ROUTE={override!r} in the server's environment is not one of "
+            f"{', '.join(ROUTE_OVERRIDES)}: the router raises on every DSV4 call it would take",
+            "Unset DSPARKCTL_ROUTE or set it to off, missing or all."))
+    elif routing["active"] and override is not None:
+        out.append(Finding(
+            "routing-override", Severity.INFO,
+            f"DSPARKCTL_ROUTE={override} in the server's environment overrides the router's "
+            f"mode {routing['mode']}; the plan is judged with {override}", ""))
     for p in routing["applied"]:
         if not p["intact"]:
             changed = [f["path"] for f in p["files"] if f["state"] != "as-written"]

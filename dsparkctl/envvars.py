@@ -40,6 +40,7 @@ ALLOWED_PREFIXES: tuple[str, ...] = (
     "UCX_",
     "GLOO_",
     "NVCC_",  # NVCC_PREPEND_FLAGS / NVCC_APPEND_FLAGS / NVCC_CCBIN reach every JIT build
+    "DSPARKCTL_",  # DSPARKCTL_ROUTE overrides the installed router's mode in the server
 )
 
 ALLOWED_NAMES: frozenset[str] = frozenset({

@@ -160,8 +160,9 @@ class RouteRule:
     calls only, and is asked as such (``patches status`` says to refresh it).
     """
 
-    def __init__(self, config: Any) -> None:
+    def __init__(self, config: Any, mode: str | None = None) -> None:
         self.config = config
+        self.mode = mode  # DSPARKCTL_ROUTE in the server's environment, over the settings' mode
 
     def __call__(self, heads: int, topk: int, num_tokens: int = 1, extra_topk: int = 0,
                  extra_page_size: int = 64) -> bool:
@@ -169,6 +170,7 @@ class RouteRule:
             return False
         if hasattr(self.config, "routes_call"):
             return bool(self.config.routes_call(num_tokens, heads, topk, extra_topk,
-                                                extra_page_size))
-        return num_tokens <= DECODE_MAX_TOKENS and bool(self.config.routes(heads, topk))
+                                                extra_page_size, mode=self.mode))
+        return num_tokens <= DECODE_MAX_TOKENS and bool(
+            self.config.routes(heads, topk, mode=self.mode))
 

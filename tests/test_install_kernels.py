@@ -7,6 +7,7 @@ the routing decisions are what is under test, not the binary).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import subprocess
@@ -322,6 +323,41 @@ def test_doctor_drops_the_0618_dual_prefill_pitfall_once_the_router_takes_those_
     routed = [c for c in report.plan.calls if report.routed(
         c.num_heads, c.topk, 65, c.extra_topk, c.extra_page_size)]
     assert routed and all(c.extra_topk > 0 for c in routed)
+    # the what-if table agrees: the installed release is no longer blocked by what is routed
+    rows = {r["version"]: r for r in report.compat}
+    assert rows["0.6.18"]["served"] is True and "blocked_by" not in rows["0.6.18"]
+
+    # the server's DSPARKCTL_ROUTE wins over the settings, as in the router
+    off = doctor.run_doctor(dataclasses.replace(opts, environ={"DSPARKCTL_ROUTE": "off"}))
+    ids = {f.id for f in off.findings}
+    assert "flashinfer-0618-dual-prefill-corruption" in ids and "routing-override" in ids
+    assert off.routed is None
+    bad = doctor.run_doctor(dataclasses.replace(opts, environ={"DSPARKCTL_ROUTE": "sometimes"}))
+    assert "routing-override-invalid" in {f.id for f in bad.findings} and bad.verdict == "problems"
+
+
+def test_doctor_sees_flashinfer_drift_under_route_all(tmp_path: Path, wheels) -> None:
+    """--route all still decides prefill-sized calls from the recorded FlashInfer: a FlashInfer
+    swapped after the apply is drift in that mode too."""
+    import shutil
+
+    site = wheels.site_packages(tmp_path / "site", [("sglang", "0.5.17"),
+                                                    ("flashinfer-python", "0.7.0")],
+                                copy=True, only=["sglang", "flashinfer"])
+    res = run("patches", "apply", "--site-packages", str(site), "--route", "all",
+              "--kernel-manifest", str(_fake_install(tmp_path)), "--json")
+    assert res.returncode == 0, res.stdout + res.stderr
+    shutil.rmtree(site / "flashinfer")
+    shutil.rmtree(site / "flashinfer_python-0.7.0.dist-info")
+    wheels.site_packages(site, [("flashinfer-python", "0.6.15.post1")], copy=True,
+                         only=["flashinfer"])
+    res = run("doctor", "--site-packages", str(site), "--tp", "2", "--gamma", "5",
+              "--cuda-graph-max-bs", "32", "--json")
+    doc = json.loads(res.stdout)
+    found = {f["id"]: f for f in doc["findings"]}
+    assert res.returncode == 1 and "routing-flashinfer-drift" in found, sorted(found)
+    assert "0.7.0" in found["routing-flashinfer-drift"]["title"]
+    assert "--route all" not in found["routing-flashinfer-drift"]["fix"]
 
 
 def test_smoke_and_install_share_one_build(tmp_path: Path, monkeypatch) -> None:

@@ -351,7 +351,7 @@ def test_missing_kernel_fails_loudly_for_prefill_sized_shapes_flashinfer_rejects
         router: ModuleType, tmp_path: Path) -> None:
     _config(tmp_path, mode="all", manifest=None, fi=_fi("0.6.15.post1"))
     with pytest.raises(router.RouteError,
-                       match=r"heads=64, topk=192.*no prefill kernel \(num_tokens=80, extra_topk=512"):
+                       match=r"heads=64, topk=192.*no correct prefill kernel \(num_tokens=80, extra_topk=512"):
         router.maybe_route(_call(num_tokens=80), "flashinfer")
     assert router.maybe_route(_call(num_tokens=80, topk=512, extra_topk=0), "flashinfer") is None
 
@@ -366,7 +366,7 @@ def test_route_rule_asks_the_installed_router_per_call(router: ModuleType, tmp_p
     assert rule(64, 192) and rule(64, 192, 70) and not rule(64, 512, 70)
     assert rule(64, 512, 70, 512, 64) and not rule(256, 192)
     # a router installed by an older dsparkctl knows only decode-sized calls
-    old = RouteRule(SimpleNamespace(routes=lambda h, k: k == 192))
+    old = RouteRule(SimpleNamespace(routes=lambda h, k, mode=None: k == 192))
     assert old(64, 192) and not old(64, 192, 70)
 
 
@@ -412,3 +412,43 @@ def test_releases_whose_dual_prefill_reads_past_the_length_route_those_calls(
     assert not cfg.routes_call(32, 64, 128, 512, 64)  # decode-sized: the decode kernel is fine
     _config(tmp_path, fi=_fi("0.7.0"))
     assert not router.load_config(router.CONFIG_PATH).routes_call(4096, 16, 128, 512, 64)
+
+
+def test_without_the_kernel_a_defective_prefill_call_is_refused_not_handed_back(
+        router: ModuleType, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """0.6.18 answers dual-cache prefill-sized calls wrongly: with the bundled kernel gone the
+    router raises for them rather than give FlashInfer a call it corrupts; the decode-sized
+    call of the same shape (which FlashInfer serves right) goes back with a warning of its own."""
+    _config(tmp_path, mode="all", manifest=tmp_path / "gone" / "manifest.json", fi=_fi("0.6.18"))
+    with caplog.at_level("WARNING", logger="dsparkctl.route"):
+        assert router.maybe_route(_call(num_tokens=8, heads=16, topk=128), "flashinfer") is None
+    assert "num_tokens=8" in caplog.text
+    with pytest.raises(router.RouteError, match=r"no correct prefill kernel \(num_tokens=96"):
+        router.maybe_route(_call(num_tokens=96, heads=16, topk=128), "flashinfer")
+    # single-cache prefill-sized calls are served right there: back to FlashInfer, warned once
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="dsparkctl.route"):
+        assert router.maybe_route(_call(num_tokens=96, heads=16, topk=128, extra_topk=0),
+                                  "flashinfer") is None
+    assert router.maybe_route(_call(num_tokens=96, heads=16, topk=128, extra_topk=0),
+                              "flashinfer") is None  # not routed at all: no kernel needed
+    assert CALLS == []
+
+
+def test_a_defects_value_that_is_not_a_list_is_a_malformed_setting(router: ModuleType,
+                                                                   tmp_path: Path) -> None:
+    fi = _fi("0.6.18")
+    fi["prefill"]["defects"] = "dual-reads-past-length"
+    _config(tmp_path, fi=fi)
+    with pytest.raises(router.RouteError, match="malformed value"):
+        router.load_config(router.CONFIG_PATH)
+
+
+def test_route_rule_obeys_the_servers_override(router: ModuleType, tmp_path: Path) -> None:
+    from dsparkctl.routing import RouteRule
+
+    _config(tmp_path, fi=_fi("0.6.15.post1"))
+    cfg = router.load_config(router.CONFIG_PATH)
+    assert not RouteRule(cfg)(64, 128) and RouteRule(cfg, mode="all")(64, 128)
+    assert not RouteRule(cfg, mode="off")(64, 192) and not RouteRule(cfg, mode="off")(64, 192, 70)
+

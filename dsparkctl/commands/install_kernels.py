@@ -49,7 +49,9 @@ def install_kernels(
     prefix: Path | None = typer.Option(None, "--prefix", help="Install here (default: "
                                        "~/.cache/dsparkctl/install)."),
     route: str = typer.Option("missing", "--route", help="missing: only shapes the installed "
-                              "FlashInfer cannot serve; all: every DSV4 decode call."),
+                              "FlashInfer cannot serve; all: every decode-sized DSV4 call. Both "
+                              "also route the prefill-sized calls (> 64 tokens) FlashInfer "
+                              "rejects or answers wrongly."),
     backend: str = typer.Option("bundled", "--backend", help="bundled (build + route) or "
                                 "flashinfer (add the missing pairs to FlashInfer <= 0.6.17)."),
     no_route: bool = typer.Option(False, "--no-route", help="Build and install only."),

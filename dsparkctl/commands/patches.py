@@ -99,7 +99,9 @@ def apply_cmd(
     python: Path | None = typer.Option(None, "--python", help=_PYTHON_HELP),
     site_packages: Path | None = typer.Option(None, "--site-packages", help=_SITE_HELP),
     route: str | None = typer.Option(None, "--route", help="missing (default): route only the "
-                                     "shapes FlashInfer cannot serve; all: every DSV4 decode call."),
+                                     "shapes FlashInfer cannot serve; all: every decode-sized DSV4 "
+                                     "call. Both also route the prefill-sized calls (> 64 tokens) "
+                                     "FlashInfer rejects or answers wrongly."),
     kernel_manifest: Path | None = typer.Option(None, "--kernel-manifest", help="Manifest of the "
                                                 "installed bundled kernels (install-kernels "
                                                 "passes it)."),

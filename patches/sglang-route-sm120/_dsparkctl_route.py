@@ -11,8 +11,8 @@ call is actually routed. Its settings are in ``_dsparkctl_route.json`` next to
 it, written at apply time:
 
 - ``mode``: ``missing`` routes only the DSV4 decode shapes the installed
-  FlashInfer has no decode kernel for; ``all`` routes every DSV4 decode call;
-  ``off`` routes nothing. The environment variable ``DSPARKCTL_ROUTE``
+  FlashInfer has no decode kernel for; ``all`` routes every decode-sized DSV4
+  call; ``off`` routes nothing (prefill-sized calls: below). The environment variable ``DSPARKCTL_ROUTE``
   (off|missing|all) overrides it for one process.
 - ``manifest``: the bundled kernels' install manifest, naming the library
   that registers ``torch.ops.dsparkctl.sparse_mla_decode``.
@@ -163,9 +163,12 @@ class RouteConfig:
 
     def flashinfer_serves_call(self, num_tokens: int, num_heads: int, topk: int,
                                extra_topk: int = 0, extra_page_size: int = 64) -> bool:
+        """Whether FlashInfer answers this call correctly (a defective path does not count:
+        such a call is never handed back)."""
         if num_tokens <= self.max_tokens:
             return self.flashinfer_serves(num_heads, topk)
-        return self.prefill_serves(num_heads, topk, extra_topk, extra_page_size)
+        return (self.prefill_serves(num_heads, topk, extra_topk, extra_page_size)
+                and not self.prefill_defective(extra_topk))
 
 
 def _prefill_coverage(obj: Any) -> dict[str, Any] | None:
@@ -178,7 +181,10 @@ def _prefill_coverage(obj: Any) -> dict[str, Any] | None:
     cov["pad_heads_to"] = {int(a): int(b) for a, b in (obj.get("pad_heads_to") or {}).items()}
     multiple = obj.get("any_topk_multiple")
     cov["any_topk_multiple"] = int(multiple) if multiple else None
-    cov["defects"] = frozenset(str(d) for d in obj.get("defects") or ())
+    defects = obj.get("defects") or ()
+    if isinstance(defects, str):
+        raise ValueError(f"prefill.defects must be a list, got the string {defects!r}")
+    cov["defects"] = frozenset(str(d) for d in defects)
     return cov
 
 
@@ -312,7 +318,7 @@ class _Router:
         self._config: RouteConfig | None = None
         self._op: Any = None
         self._op_error: str | None = None
-        self._warned: set[tuple[int, int]] = set()
+        self._warned: set[tuple[int, int, bool]] = set()
 
     def config(self) -> RouteConfig:
         if self._config is None:
@@ -384,8 +390,9 @@ def maybe_route(kwargs: dict[str, Any], backend: str = "flashinfer") -> Any:
     if op is None:
         if backend != "flashinfer" or cfg.flashinfer_serves_call(
                 num_tokens, num_heads, topk, extra_topk, extra_page):
-            if (num_heads, topk) not in _ROUTER._warned:
-                _ROUTER._warned.add((num_heads, topk))
+            key = (num_heads, topk, num_tokens > cfg.max_tokens)
+            if key not in _ROUTER._warned:
+                _ROUTER._warned.add(key)
                 logger.warning("dsparkctl would route this call, but the bundled kernel is "
                                "unavailable (%s); SGLang's %s path serves heads=%d topk=%d "
                                "num_tokens=%d", _ROUTER._op_error, backend, num_heads, topk,
@@ -393,7 +400,7 @@ def maybe_route(kwargs: dict[str, Any], backend: str = "flashinfer") -> Any:
             return None
         fi = f"FlashInfer {cfg.fi_version}" if cfg.fi_version else "FlashInfer"
         lacks = ("decode kernel" if num_tokens <= cfg.max_tokens else
-                 f"prefill kernel (num_tokens={num_tokens}, extra_topk={extra_topk})")
+                 f"correct prefill kernel (num_tokens={num_tokens}, extra_topk={extra_topk})")
         raise RouteError(
             f"dsparkctl routes DSV4 sparse-MLA calls (heads={num_heads}, topk={topk}) to its "
             f"bundled kernel because {fi} has no {lacks} for them, but the bundled kernel "
